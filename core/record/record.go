@@ -1,0 +1,169 @@
+// Package record encodes and decodes the records of a tier-1 segment log
+// (docs/format/log.md). A record holds one appended batch: its events, the
+// append time and the producer's writer id and sequence number, protected
+// by a CRC32C. Offsets are not stored: a record's first offset is the log
+// file's first offset plus the events of the records before it, which lets
+// a record be encoded before the segment lock is taken.
+package record
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// HeaderSize is the fixed part before each record body: length, CRC32C.
+const HeaderSize = 8
+
+const version = 1
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt marks a record that fails its checks: a torn or damaged tail.
+var ErrCorrupt = errors.New("record: corrupt")
+
+// Record is one decoded batch.
+type Record struct {
+	TimeUnixNano int64
+	WriterID     string
+	Seq          uint64
+	Events       [][]byte
+}
+
+// Size returns the encoded size of a record with these fields.
+func Size(writer string, events [][]byte) int {
+	n := HeaderSize + 1 + binary.MaxVarintLen64*4 + len(writer)
+	for _, e := range events {
+		n += binary.MaxVarintLen64 + len(e)
+	}
+	return n
+}
+
+// Append encodes r at the end of dst and returns the extended slice.
+func Append(dst []byte, r Record) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, HeaderSize)...)
+	body := len(dst)
+	dst = append(dst, version)
+	dst = binary.AppendUvarint(dst, uint64(len(r.Events)))
+	dst = binary.AppendVarint(dst, r.TimeUnixNano)
+	dst = binary.AppendUvarint(dst, uint64(len(r.WriterID)))
+	dst = append(dst, r.WriterID...)
+	dst = binary.AppendUvarint(dst, r.Seq)
+	for _, e := range r.Events {
+		dst = binary.AppendUvarint(dst, uint64(len(e)))
+		dst = append(dst, e...)
+	}
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-body))
+	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(dst[body:], castagnoli))
+	return dst
+}
+
+// Decode parses one record body (without the header) whose CRC has been
+// checked. The events alias body.
+func Decode(body []byte) (Record, error) {
+	var r Record
+	if len(body) < 1 || body[0] != version {
+		return r, fmt.Errorf("%w: unknown record version", ErrCorrupt)
+	}
+	p := body[1:]
+	next := func() (uint64, bool) {
+		v, n := binary.Uvarint(p)
+		if n <= 0 {
+			return 0, false
+		}
+		p = p[n:]
+		return v, true
+	}
+	count, ok := next()
+	if !ok || count > uint64(len(body)) {
+		return r, fmt.Errorf("%w: bad event count", ErrCorrupt)
+	}
+	t, n := binary.Varint(p)
+	if n <= 0 {
+		return r, fmt.Errorf("%w: bad time", ErrCorrupt)
+	}
+	p = p[n:]
+	r.TimeUnixNano = t
+	wl, ok := next()
+	if !ok || wl > uint64(len(p)) {
+		return r, fmt.Errorf("%w: bad writer id", ErrCorrupt)
+	}
+	r.WriterID = string(p[:wl])
+	p = p[wl:]
+	if r.Seq, ok = next(); !ok {
+		return r, fmt.Errorf("%w: bad sequence", ErrCorrupt)
+	}
+	r.Events = make([][]byte, 0, count)
+	for i := uint64(0); i < count; i++ {
+		l, ok := next()
+		if !ok || l > uint64(len(p)) {
+			return r, fmt.Errorf("%w: bad event %d", ErrCorrupt, i)
+		}
+		r.Events = append(r.Events, p[:l:l])
+		p = p[l:]
+	}
+	if len(p) != 0 {
+		return r, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(p))
+	}
+	return r, nil
+}
+
+// Reader reads records sequentially from an io.ReaderAt.
+type Reader struct {
+	r       io.ReaderAt
+	pos     int64
+	end     int64
+	maxBody int
+	buf     []byte
+}
+
+// NewReader reads records in [pos, end). Bodies larger than maxBody are
+// treated as corruption, so a damaged length cannot make us allocate
+// gigabytes.
+func NewReader(r io.ReaderAt, pos, end int64, maxBody int) *Reader {
+	return &Reader{r: r, pos: pos, end: end, maxBody: maxBody}
+}
+
+// Pos is the position of the next record.
+func (rd *Reader) Pos() int64 { return rd.pos }
+
+// Next returns the next record. It returns io.EOF at a clean end and an
+// error wrapping ErrCorrupt for a torn or damaged record (Pos then stays at
+// the start of that record, which is where the valid log ends). The
+// returned events alias an internal buffer that the next call reuses.
+func (rd *Reader) Next() (Record, error) {
+	if rd.pos == rd.end {
+		return Record{}, io.EOF
+	}
+	if rd.end-rd.pos < HeaderSize {
+		return Record{}, fmt.Errorf("%w: short header at %d", ErrCorrupt, rd.pos)
+	}
+	var hdr [HeaderSize]byte
+	if _, err := rd.r.ReadAt(hdr[:], rd.pos); err != nil {
+		return Record{}, fmt.Errorf("read header at %d: %w", rd.pos, err)
+	}
+	n := binary.LittleEndian.Uint32(hdr[:])
+	sum := binary.LittleEndian.Uint32(hdr[4:])
+	if n == 0 || int64(n) > int64(rd.maxBody) || rd.pos+HeaderSize+int64(n) > rd.end {
+		return Record{}, fmt.Errorf("%w: bad length %d at %d", ErrCorrupt, n, rd.pos)
+	}
+	if cap(rd.buf) < int(n) {
+		rd.buf = make([]byte, n)
+	}
+	body := rd.buf[:n]
+	if _, err := rd.r.ReadAt(body, rd.pos+HeaderSize); err != nil && !(errors.Is(err, io.EOF)) {
+		return Record{}, fmt.Errorf("read record at %d: %w", rd.pos, err)
+	}
+	if crc32.Checksum(body, castagnoli) != sum {
+		return Record{}, fmt.Errorf("%w: checksum mismatch at %d", ErrCorrupt, rd.pos)
+	}
+	rec, err := Decode(body)
+	if err != nil {
+		return Record{}, fmt.Errorf("at %d: %w", rd.pos, err)
+	}
+	rd.pos += HeaderSize + int64(n)
+	return rec, nil
+}

@@ -1,0 +1,219 @@
+package segment
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/silt-io/silt/core/record"
+)
+
+// retryAfterFailure is how long a poisoned log waits before an append may
+// trigger recovery, so that a full disk is not hammered by every request.
+const retryAfterFailure = time.Second
+
+// Append stores b durably and returns once it is synced. If ctx ends first
+// the batch may or may not be stored; it is not acknowledged.
+func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
+	if len(b.Events) == 0 {
+		return Result{}, fmt.Errorf("segment: empty batch")
+	}
+	// Encoding (copy + CRC) happens before the lock: offsets are implicit
+	// in the record order, so nothing here depends on the log's state.
+	now := l.opts.Now().UnixNano()
+	rec := record.Append(make([]byte, 0, record.Size(b.WriterID, b.Events)), record.Record{
+		TimeUnixNano: now, WriterID: b.WriterID, Seq: b.Seq, Events: b.Events,
+	})
+	if len(rec)-record.HeaderSize > l.opts.MaxRecordBytes {
+		return Result{}, fmt.Errorf("segment: batch of %d bytes exceeds the record limit %d", len(rec), l.opts.MaxRecordBytes)
+	}
+
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return Result{}, err
+	}
+	if b.WriterID != "" {
+		if ws, ok := l.mu.writers[b.WriterID]; ok && b.Seq <= ws.seq {
+			l.mu.Unlock()
+			return l.duplicate(ctx, b, ws)
+		}
+	}
+	g := l.mu.pending
+	if g == nil {
+		g = &group{first: l.mu.next, next: l.mu.next, done: make(chan struct{})}
+		l.mu.pending = g
+	}
+	res := Result{FirstOffset: l.mu.next, Count: len(b.Events)}
+	g.records = append(g.records, indexEntry{offset: l.mu.next, pos: int64(len(g.buf))})
+	g.buf = append(g.buf, rec...)
+	l.mu.next += uint64(len(b.Events))
+	g.next = l.mu.next
+	if b.WriterID != "" {
+		l.mu.writers[b.WriterID] = &writerState{seq: b.Seq, first: res.FirstOffset, count: res.Count, g: g}
+	}
+	lead := !l.mu.leading
+	if lead {
+		l.mu.leading = true
+	}
+	l.mu.Unlock()
+
+	if lead {
+		l.lead()
+	}
+	select {
+	case <-g.done:
+		if g.err != nil {
+			return Result{}, g.err
+		}
+		return res, nil
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("append not acknowledged: %w", ctx.Err())
+	}
+}
+
+// duplicate answers a retried batch: with the original's offsets when it is
+// the writer's latest batch (waiting for its commit if still in flight),
+// with ErrSeqConflict for an older sequence number.
+func (l *Log) duplicate(ctx context.Context, b Batch, ws *writerState) (Result, error) {
+	if b.Seq != ws.seq {
+		return Result{}, fmt.Errorf("%w: writer %q sent sequence %d, last stored is %d", ErrSeqConflict, b.WriterID, b.Seq, ws.seq)
+	}
+	if ws.g != nil {
+		select {
+		case <-ws.g.done:
+			if ws.g.err != nil {
+				return Result{}, ws.g.err
+			}
+		case <-ctx.Done():
+			return Result{}, fmt.Errorf("append not acknowledged: %w", ctx.Err())
+		}
+	}
+	return Result{FirstOffset: ws.first, Count: ws.count, Duplicate: true}, nil
+}
+
+// usableLocked reports why the log cannot take appends, running recovery
+// if it failed long enough ago.
+func (l *Log) usableLocked() error {
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if l.mu.failed == nil {
+		return nil
+	}
+	if l.mu.leading || l.opts.Now().Sub(l.mu.failedAt) < retryAfterFailure {
+		return fmt.Errorf("%w: %v", ErrUnavailable, l.mu.failed)
+	}
+	cause := l.mu.failed
+	if err := l.recoverLocked(); err != nil {
+		l.mu.failed = err
+		l.mu.failedAt = l.opts.Now()
+		return fmt.Errorf("%w: recovery failed: %v", ErrUnavailable, err)
+	}
+	l.log.Info("segment log recovered after I/O error", zapDir(l.opts.Dir), zapErr(cause))
+	return nil
+}
+
+// lead writes and syncs queued groups until none is left. Only one leader
+// runs at a time (mu.leading), and it alone touches the active file.
+func (l *Log) lead() {
+	for {
+		l.mu.Lock()
+		g := l.mu.pending
+		if g == nil || l.mu.closed {
+			l.mu.leading = false
+			if l.mu.closed {
+				l.closeFilesLocked()
+				if g != nil {
+					l.mu.pending = nil
+					g.err = ErrClosed
+					close(g.done)
+				}
+			}
+			l.mu.Unlock()
+			return
+		}
+		l.mu.pending = nil
+		active := l.mu.active
+		cur := l.mu.files[len(l.mu.files)-1]
+		roll := cur.size > 0 && cur.size+int64(len(g.buf)) > l.opts.FileBytes
+		l.mu.Unlock()
+
+		if roll {
+			f, w, err := l.createFile(g.first)
+			if err != nil {
+				l.fail(g, err)
+				continue
+			}
+			active.Close()
+			active = w
+			l.mu.Lock()
+			l.mu.files = append(l.mu.files, f)
+			l.mu.active = w
+			cur = f
+			l.mu.Unlock()
+		}
+		err := writeAll(active, g.buf)
+		if err == nil {
+			err = active.Sync()
+		}
+		if err != nil {
+			l.fail(g, err)
+			continue
+		}
+		l.mu.Lock()
+		base := cur.size
+		last := cur.index[len(cur.index)-1].pos
+		for _, r := range g.records {
+			if base+r.pos-last >= indexEvery {
+				cur.index = append(cur.index, indexEntry{offset: r.offset, pos: base + r.pos})
+				last = base + r.pos
+			}
+		}
+		cur.size += int64(len(g.buf))
+		l.mu.committed = g.next
+		for _, ws := range l.mu.writers {
+			if ws.g == g {
+				ws.g = nil
+			}
+		}
+		close(l.mu.notify)
+		l.mu.notify = make(chan struct{})
+		l.mu.Unlock()
+		close(g.done)
+	}
+}
+
+// fail poisons the log after an I/O error: g and everything queued behind
+// it fail, and state is rebuilt from disk by the next append's recovery.
+func (l *Log) fail(g *group, err error) {
+	err = fmt.Errorf("%w: %v", ErrUnavailable, err)
+	l.mu.Lock()
+	l.mu.failed = err
+	l.mu.failedAt = l.opts.Now()
+	groups := []*group{g}
+	if l.mu.pending != nil {
+		groups = append(groups, l.mu.pending)
+		l.mu.pending = nil
+	}
+	// Offsets handed out past the last commit are void; recovery resets
+	// next from what is really on disk.
+	l.mu.next = l.mu.committed
+	l.mu.Unlock()
+	l.log.Error("segment log write failed; appends fail until it recovers", zapDir(l.opts.Dir), zapErr(err))
+	for _, x := range groups {
+		x.err = err
+		close(x.done)
+	}
+}
+
+func writeAll(w interface{ Write([]byte) (int, error) }, p []byte) error {
+	for len(p) > 0 {
+		n, err := w.Write(p)
+		if err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
+}

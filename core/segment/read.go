@@ -1,0 +1,138 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/silt-io/silt/core/record"
+)
+
+// State is a snapshot of the log's bounds.
+type State struct {
+	First, Next uint64
+	Bytes       int64
+}
+
+// State returns the committed bounds: every offset in [First, Next) is
+// durable and readable.
+func (l *Log) State() State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := State{Next: l.mu.committed}
+	if len(l.mu.files) > 0 {
+		st.First = l.mu.files[0].first
+	}
+	for _, f := range l.mu.files {
+		st.Bytes += f.size
+	}
+	return st
+}
+
+// Read returns up to maxEvents events (and about maxBytes of data, at
+// least one event) starting at offset from, and the offset to read next.
+// Reading at the committed end returns no events.
+func (l *Log) Read(from uint64, maxEvents, maxBytes int) ([]Event, uint64, error) {
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return nil, from, ErrClosed
+	}
+	committed := l.mu.committed
+	files := l.mu.files
+	first := uint64(0)
+	if len(files) > 0 {
+		first = files[0].first
+	}
+	if from < first || from > committed {
+		l.mu.Unlock()
+		return nil, from, fmt.Errorf("%w: offset %d, readable range is [%d, %d]", ErrOutOfRange, from, first, committed)
+	}
+	if from == committed {
+		l.mu.Unlock()
+		return nil, from, nil
+	}
+	i := sort.Search(len(files), func(i int) bool { return files[i].first > from }) - 1
+	f := files[i]
+	size := f.size
+	j := sort.Search(len(f.index), func(j int) bool { return f.index[j].offset > from }) - 1
+	start := f.index[j]
+	l.mu.Unlock()
+
+	// Reading happens without the lock: the committed prefix of a file
+	// never changes.
+	rd := record.NewReader(f.r, start.pos, size, l.opts.MaxRecordBytes+record.HeaderSize)
+	off := start.offset
+	var out []Event
+	bytes := 0
+	for len(out) < maxEvents && (bytes < maxBytes || len(out) == 0) {
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, from, fmt.Errorf("read segment %s at offset %d: %w", l.opts.Dir, off, err)
+		}
+		for _, e := range rec.Events {
+			if off >= from && len(out) < maxEvents {
+				out = append(out, Event{Offset: off, Time: rec.TimeUnixNano, Data: append([]byte(nil), e...)})
+				bytes += len(e)
+			}
+			off++
+		}
+	}
+	next := from
+	if len(out) > 0 {
+		next = out[len(out)-1].Offset + 1
+	} else if off > from {
+		next = off
+	}
+	return out, next, nil
+}
+
+// Wait blocks until the committed end is above after, ctx ends or the
+// timeout passes (0: no timeout). It reports whether the end moved past
+// after.
+func (l *Log) Wait(ctx context.Context, after uint64, timeout time.Duration) (bool, error) {
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		l.mu.Lock()
+		if l.mu.closed {
+			l.mu.Unlock()
+			return false, ErrClosed
+		}
+		if l.mu.committed > after {
+			l.mu.Unlock()
+			return true, nil
+		}
+		ch := l.mu.notify
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// Changed returns a channel closed at the next commit (or Close).
+func (l *Log) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.notify
+}
+
+func zapDir(d string) zap.Field  { return zap.String("segment_dir", d) }
+func zapErr(err error) zap.Field { return zap.Error(err) }

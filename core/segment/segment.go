@@ -1,0 +1,357 @@
+// Package segment is one segment's tier-1 log: a directory of append-only
+// files named by their first offset, each a sequence of core/record records.
+//
+// Appends use group commit: the first appender to find no commit in flight
+// becomes the leader, writes every batch queued so far with one write and
+// one fdatasync, acknowledges them all, and repeats while more arrived in
+// the meantime. Nobody holds the segment lock during I/O, so appenders keep
+// queueing while a sync is in flight.
+//
+// A write or sync error poisons the log: no later batch can be acknowledged
+// on top of bytes whose durability is unknown. The next append after a
+// short pause re-runs recovery (re-reading what is really on disk) and goes
+// on from there.
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/silt-io/silt/core/record"
+	"github.com/silt-io/silt/core/vfs"
+)
+
+// Errors. The Store maps them onto core's sentinels.
+var (
+	ErrClosed      = errors.New("segment: closed")
+	ErrUnavailable = errors.New("segment: log unavailable after an I/O error")
+	ErrOutOfRange  = errors.New("segment: offset out of range")
+	ErrSeqConflict = errors.New("segment: sequence number already used")
+)
+
+// Options configure a Log.
+type Options struct {
+	FS  vfs.FS
+	Dir string
+	// FileBytes is the size at which the active file is rolled.
+	FileBytes int64
+	// MaxRecordBytes bounds one record; larger lengths read back are
+	// treated as corruption.
+	MaxRecordBytes int
+	Log            *zap.Logger
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Batch is one append.
+type Batch struct {
+	Events   [][]byte
+	WriterID string
+	Seq      uint64
+}
+
+// Result acknowledges a durable batch.
+type Result struct {
+	FirstOffset uint64
+	Count       int
+	Duplicate   bool
+}
+
+// Event is one stored event.
+type Event struct {
+	Offset uint64
+	Time   int64 // unix nanoseconds of the append
+	Data   []byte
+}
+
+// indexEvery is the spacing of the sparse in-memory index, in bytes.
+const indexEvery = 64 << 10
+
+// file is one log file. size is the committed (synced) size; readers never
+// look past it.
+type file struct {
+	first uint64 // offset of the first event in the file
+	name  string
+	r     vfs.File // read handle
+	size  int64
+	index []indexEntry // sorted by offset; index[0] is at pos 0
+}
+
+type indexEntry struct {
+	offset uint64
+	pos    int64
+}
+
+// writerState is the last batch seen from one idempotent writer.
+type writerState struct {
+	seq   uint64
+	first uint64
+	count int
+	g     *group // non-nil while that batch's commit is in flight
+}
+
+// group is the set of batches one leader writes and syncs together.
+type group struct {
+	buf     []byte
+	first   uint64 // offset of the first event in buf
+	next    uint64 // offset after the last event in buf
+	records []indexEntry
+	done    chan struct{}
+	err     error
+}
+
+// Log is one segment's log. It is safe for concurrent use.
+type Log struct {
+	opts Options
+	log  *zap.Logger
+
+	mu struct {
+		sync.Mutex
+		files     []*file
+		active    vfs.File // write handle of files[len-1]
+		next      uint64   // next offset to assign
+		committed uint64   // every offset below is durable
+		pending   *group   // queued, not yet being written
+		leading   bool     // a leader is writing
+		writers   map[string]*writerState
+		failed    error
+		failedAt  time.Time
+		closed    bool
+		notify    chan struct{} // closed and replaced on each commit
+	}
+}
+
+// Open opens or creates the log in opts.Dir and recovers it: every file is
+// scanned, the sparse index rebuilt, and a torn or damaged tail of the last
+// file truncated (and logged with the bytes dropped).
+func Open(opts Options) (*Log, error) {
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.FileBytes <= 0 {
+		opts.FileBytes = 64 << 20
+	}
+	if opts.MaxRecordBytes <= 0 {
+		opts.MaxRecordBytes = 64 << 20
+	}
+	l := &Log{opts: opts, log: opts.Log}
+	l.mu.notify = make(chan struct{})
+	if err := vfs.MkdirAllDurable(opts.FS, opts.Dir); err != nil {
+		return nil, fmt.Errorf("create segment dir %s: %w", opts.Dir, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.recoverLocked(); err != nil {
+		l.closeFilesLocked()
+		return nil, err
+	}
+	return l, nil
+}
+
+const suffix = ".log"
+
+func fileName(first uint64) string { return fmt.Sprintf("%020d%s", first, suffix) }
+
+// recoverLocked (re)builds the in-memory state from the files on disk.
+func (l *Log) recoverLocked() error {
+	l.closeFilesLocked()
+	names, err := l.opts.FS.List(l.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("list segment %s: %w", l.opts.Dir, err)
+	}
+	var firsts []uint64
+	for _, n := range names {
+		if !strings.HasSuffix(n, suffix) {
+			continue
+		}
+		v, err := strconv.ParseUint(strings.TrimSuffix(n, suffix), 10, 64)
+		if err != nil {
+			continue
+		}
+		firsts = append(firsts, v)
+	}
+	sort.Slice(firsts, func(i, j int) bool { return firsts[i] < firsts[j] })
+	l.mu.writers = map[string]*writerState{}
+	next := uint64(0)
+	if len(firsts) > 0 {
+		next = firsts[0]
+	}
+	for i, first := range firsts {
+		if first != next {
+			return fmt.Errorf("segment %s: file %s starts at offset %d, previous file ends at %d: %w",
+				l.opts.Dir, fileName(first), first, next, record.ErrCorrupt)
+		}
+		last := i == len(firsts)-1
+		f, end, err := l.scanFile(first, last)
+		if err != nil {
+			return err
+		}
+		l.mu.files = append(l.mu.files, f)
+		next = end
+	}
+	if len(l.mu.files) == 0 {
+		f, w, err := l.createFile(next)
+		if err != nil {
+			return err
+		}
+		l.mu.files = []*file{f}
+		l.mu.active = w
+	} else {
+		last := l.mu.files[len(l.mu.files)-1]
+		w, err := l.opts.FS.OpenRW(filepath.Join(l.opts.Dir, last.name))
+		if err != nil {
+			return fmt.Errorf("open segment file %s: %w", last.name, err)
+		}
+		l.mu.active = w
+	}
+	l.mu.next = next
+	l.mu.committed = next
+	l.mu.failed = nil
+	return nil
+}
+
+// scanFile reads one file, building its index and the writer table. For
+// the last file a damaged tail is truncated; elsewhere it is an error, since
+// a sealed file was fully synced before the next one was created.
+func (l *Log) scanFile(first uint64, last bool) (*file, uint64, error) {
+	name := fileName(first)
+	path := filepath.Join(l.opts.Dir, name)
+	r, err := l.opts.FS.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open segment file %s: %w", path, err)
+	}
+	size, err := r.Size()
+	if err != nil {
+		r.Close()
+		return nil, 0, fmt.Errorf("stat segment file %s: %w", path, err)
+	}
+	f := &file{first: first, name: name, r: r}
+	rd := record.NewReader(r, 0, size, l.opts.MaxRecordBytes+record.HeaderSize)
+	off := first
+	lastIndexed := int64(-indexEvery)
+	for {
+		pos := rd.Pos()
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, record.ErrCorrupt) {
+			if !last {
+				r.Close()
+				return nil, 0, &CorruptionError{Dir: l.opts.Dir, File: name, Pos: pos, Err: err}
+			}
+			if err := l.truncateTail(path, pos, size, err); err != nil {
+				r.Close()
+				return nil, 0, err
+			}
+			break
+		}
+		if err != nil {
+			r.Close()
+			return nil, 0, fmt.Errorf("scan segment file %s: %w", path, err)
+		}
+		if pos-lastIndexed >= indexEvery {
+			f.index = append(f.index, indexEntry{offset: off, pos: pos})
+			lastIndexed = pos
+		}
+		if rec.WriterID != "" {
+			l.mu.writers[rec.WriterID] = &writerState{seq: rec.Seq, first: off, count: len(rec.Events)}
+		}
+		off += uint64(len(rec.Events))
+	}
+	f.size = rd.Pos()
+	if len(f.index) == 0 {
+		f.index = []indexEntry{{offset: first, pos: 0}}
+	}
+	return f, off, nil
+}
+
+// truncateTail cuts a damaged tail off the last file and syncs the cut.
+func (l *Log) truncateTail(path string, pos, size int64, cause error) error {
+	w, err := l.opts.FS.OpenRW(path)
+	if err != nil {
+		return fmt.Errorf("open %s to truncate torn tail: %w", path, err)
+	}
+	defer w.Close()
+	if err := w.Truncate(pos); err != nil {
+		return fmt.Errorf("truncate torn tail of %s: %w", path, err)
+	}
+	if err := w.Sync(); err != nil {
+		return fmt.Errorf("sync truncated %s: %w", path, err)
+	}
+	l.log.Warn("truncated torn tail of segment log",
+		zap.String("file", path), zap.Int64("at", pos), zap.Int64("dropped_bytes", size-pos), zap.Error(cause))
+	return nil
+}
+
+// CorruptionError reports damage inside a sealed log file, which recovery
+// cannot repair by truncation without losing acknowledged events.
+type CorruptionError struct {
+	Dir, File string
+	Pos       int64
+	Err       error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("segment %s: file %s damaged at byte %d: %v", e.Dir, e.File, e.Pos, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Err }
+
+func (l *Log) createFile(first uint64) (*file, vfs.File, error) {
+	name := fileName(first)
+	path := filepath.Join(l.opts.Dir, name)
+	w, err := l.opts.FS.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create segment file %s: %w", path, err)
+	}
+	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
+		w.Close()
+		return nil, nil, fmt.Errorf("sync segment dir %s: %w", l.opts.Dir, err)
+	}
+	r, err := l.opts.FS.Open(path)
+	if err != nil {
+		w.Close()
+		return nil, nil, fmt.Errorf("open segment file %s: %w", path, err)
+	}
+	return &file{first: first, name: name, r: r, index: []indexEntry{{offset: first, pos: 0}}}, w, nil
+}
+
+func (l *Log) closeFilesLocked() {
+	for _, f := range l.mu.files {
+		f.r.Close()
+	}
+	if l.mu.active != nil {
+		l.mu.active.Close()
+	}
+	l.mu.files, l.mu.active = nil, nil
+}
+
+// Close closes the log. Batches still queued fail with ErrClosed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return nil
+	}
+	l.mu.closed = true
+	// A leader in flight still owns the active file; it notices closed when
+	// it takes the lock again and closes the files then.
+	if !l.mu.leading {
+		l.closeFilesLocked()
+	}
+	close(l.mu.notify)
+	return nil
+}

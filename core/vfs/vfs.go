@@ -1,0 +1,156 @@
+// Package vfs is the small filesystem interface the segment engine writes
+// through. The production implementation is the OS; tests use CrashFS, which
+// keeps what was synced apart from what was merely written so that a test
+// can "crash" at any operation and look at what a real disk would hold.
+package vfs
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
+
+// File is an open file. Sync makes the file's data durable (fdatasync);
+// making a new file's directory entry durable needs FS.SyncDir.
+type File interface {
+	io.ReaderAt
+	io.Writer
+	Sync() error
+	Truncate(size int64) error
+	Size() (int64, error)
+	Close() error
+}
+
+// FS is what the engine needs from a filesystem.
+type FS interface {
+	// Create creates a new file for reading and writing; it fails if the
+	// file exists.
+	Create(name string) (File, error)
+	// OpenRW opens an existing file for reading and appending.
+	OpenRW(name string) (File, error)
+	// Open opens an existing file read-only.
+	Open(name string) (File, error)
+	Remove(name string) error
+	RemoveAll(name string) error
+	MkdirAll(dir string) error
+	// List returns the names in dir, sorted; a missing dir is empty.
+	List(dir string) ([]string, error)
+	// SyncDir makes dir's entries (created, removed, renamed) durable.
+	SyncDir(dir string) error
+}
+
+// OS is the real filesystem.
+type OS struct{}
+
+type osFile struct{ *os.File }
+
+func (f osFile) Sync() error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if !errors.Is(err, unix.EINTR) {
+			if err != nil {
+				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
+}
+
+func (f osFile) Size() (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+func (f osFile) Write(p []byte) (int, error) { return f.File.Write(p) }
+
+func (OS) Create(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (OS) OpenRW(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (OS) Open(name string) (File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (OS) Remove(name string) error    { return os.Remove(name) }
+func (OS) RemoveAll(name string) error { return os.RemoveAll(name) }
+func (OS) MkdirAll(dir string) error   { return os.MkdirAll(dir, 0o755) }
+
+func (OS) List(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (OS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return &os.PathError{Op: "fsync", Path: dir, Err: err}
+	}
+	return nil
+}
+
+// MkdirAllDurable creates dir and its missing parents and syncs each parent
+// whose entries changed, so that the new directories survive a crash.
+func MkdirAllDurable(fs FS, dir string) error {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if names, err := fs.List(filepath.Dir(d)); err == nil && contains(names, filepath.Base(d)) {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := fs.MkdirAll(dir); err != nil {
+		return err
+	}
+	for _, d := range missing {
+		if err := fs.SyncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func contains(names []string, n string) bool {
+	i := sort.SearchStrings(names, n)
+	return i < len(names) && names[i] == n
+}
