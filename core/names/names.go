@@ -15,33 +15,36 @@ var ErrInvalid = errors.New("invalid name")
 // a tenant is a bucket on the S3 head: 3–63 characters of lowercase
 // letters, digits and '-', starting and ending with a letter or digit.
 func Tenant(s string) error {
-	if len(s) < 3 || len(s) > 63 {
-		return fmt.Errorf("%w: tenant %q must be 3 to 63 characters long", ErrInvalid, s)
-	}
-	for i := 0; i < len(s); i++ {
+	ok := len(s) >= 3 && len(s) <= 63
+	for i := 0; ok && i < len(s); i++ {
 		c := s[i]
-		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0 && i < len(s)-1
-		if !ok {
-			return fmt.Errorf("%w: tenant %q may hold only lowercase letters, digits and '-' (not first or last)", ErrInvalid, s)
-		}
+		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0 && i < len(s)-1
+	}
+	if !ok {
+		return fmt.Errorf("%w: tenant %q: want %s", ErrInvalid, s, TenantRule)
 	}
 	return nil
 }
+
+// TenantRule and StreamRule state the rules in error messages and docs.
+const (
+	TenantRule = "3 to 63 characters of lowercase letters, digits and '-', starting and ending with a letter or digit (S3 bucket rules)"
+	StreamRule = "1 to 200 characters of letters, digits, '.', '_' and '-', starting with a letter or digit"
+)
 
 // Stream checks stream names: 1–200 characters of letters, digits, '.',
 // '_' and '-', starting with a letter or digit — so that a stream is never
 // a hidden file ('.', '_' prefixes are skipped by Hadoop and Spark) and is
 // safe as a directory name and an S3 key part.
 func Stream(s string) error {
-	if len(s) < 1 || len(s) > 200 {
-		return fmt.Errorf("%w: stream %q must be 1 to 200 characters long", ErrInvalid, s)
-	}
-	for i := 0; i < len(s); i++ {
+	ok := len(s) >= 1 && len(s) <= 200
+	for i := 0; ok && i < len(s); i++ {
 		c := s[i]
 		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
-			return fmt.Errorf("%w: stream %q may hold only letters, digits, '.', '_' and '-', and must start with a letter or digit", ErrInvalid, s)
-		}
+		ok = alnum || i > 0 && (c == '.' || c == '_' || c == '-')
+	}
+	if !ok {
+		return fmt.Errorf("%w: stream %q: want %s", ErrInvalid, s, StreamRule)
 	}
 	return nil
 }
