@@ -1,0 +1,41 @@
+# The two commands a user needs are `make run` and `make test` (see README).
+GO      ?= go
+BIN     := bin/silt
+export CGO_ENABLED := 0
+
+.PHONY: all build run test go-test race conformance bench fmt vet lint clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/silt
+
+# Start silt with embedded defaults: ./silt-data, API on 127.0.0.1:7070.
+run: build
+	./$(BIN) serve
+
+# The whole suite: vet, gofmt, Go tests (also under -race), then the
+# real-client conformance suites (which install their clients first).
+test: vet fmt go-test race conformance
+
+go-test:
+	$(GO) test -count=1 ./...
+
+race:
+	CGO_ENABLED=1 $(GO) test -race -count=1 -short ./...
+
+conformance: build
+	bash conformance/run.sh
+
+bench: build
+	$(GO) run ./bench/appendbench
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+clean:
+	rm -rf bin

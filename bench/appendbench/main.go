@@ -1,0 +1,195 @@
+// Command appendbench measures silt's durable append path against a raw
+// fdatasync loop on the same disk, in one run, and prints a Markdown table
+// of absolute numbers and ratios (see BENCHMARKS.md). It measures:
+//
+//   - baselines: 1 KiB records with fdatasync after each, and 64 KiB
+//     batches with fdatasync after each;
+//   - silt in-process (core.Store.Append) with 1, 16 and 256 concurrent
+//     producers of 1 KiB events;
+//   - silt over HTTP against a real `silt serve` child process: 1, 16 and
+//     256 synchronous producers, and 256 batching SDK producers, with the
+//     server's peak RSS.
+//
+// Targets are ratios, never timed assertions.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/silt-io/silt/core"
+)
+
+type result struct {
+	name     string
+	events   int64
+	bytes    int64
+	elapsed  time.Duration
+	lat      []time.Duration
+	rssBytes int64
+}
+
+func (r result) eventsPerSec() float64 { return float64(r.events) / r.elapsed.Seconds() }
+func (r result) mbPerSec() float64     { return float64(r.bytes) / r.elapsed.Seconds() / 1e6 }
+
+func (r result) pct(p float64) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), r.lat...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(float64(len(s)-1)*p)]
+}
+
+func main() {
+	dir := flag.String("dir", ".bench-data", "directory on the disk to measure (not tmpfs)")
+	dur := flag.Duration("duration", 3*time.Second, "length of each case")
+	silt := flag.String("silt", "bin/silt", "silt binary for the HTTP cases (build with make build)")
+	httpCases := flag.Bool("http", true, "run the HTTP cases against a silt serve child process")
+	flag.Parse()
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(*dir)
+
+	var rs []result
+	base1k := fsyncLoop(*dir, 1<<10, *dur)
+	base64k := fsyncLoop(*dir, 64<<10, *dur)
+	rs = append(rs, base1k, base64k)
+	for _, n := range []int{1, 16, 256} {
+		rs = append(rs, inProcess(*dir, n, *dur))
+	}
+	if *httpCases {
+		hr, err := httpRuns(*silt, *dir, *dur)
+		if err != nil {
+			fatal(err)
+		}
+		rs = append(rs, hr...)
+	}
+	report(rs, base1k, base64k)
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "appendbench:", err)
+	os.Exit(1)
+}
+
+// fsyncLoop is the baseline: write size bytes, fdatasync, repeat.
+func fsyncLoop(dir string, size int, dur time.Duration) result {
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("baseline-%d", size)), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		fatal(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, size)
+	r := result{name: fmt.Sprintf("baseline: write %d KiB + fdatasync", size>>10)}
+	start := time.Now()
+	for time.Since(start) < dur {
+		t := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			fatal(err)
+		}
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			fatal(err)
+		}
+		r.lat = append(r.lat, time.Since(t))
+		r.events++
+		r.bytes += int64(size)
+	}
+	r.elapsed = time.Since(start)
+	return r
+}
+
+// inProcess appends 1 KiB events through core.Store with n producers.
+func inProcess(dir string, n int, dur time.Duration) result {
+	cfg := core.DefaultConfig()
+	cfg.Dir = filepath.Join(dir, fmt.Sprintf("inproc-%d", n))
+	s, err := core.Open(cfg, nil)
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(cfg.Dir)
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.CreateTenant(ctx, "bench", nil); err != nil {
+		fatal(err)
+	}
+	if _, err := s.CreateStream(ctx, "bench", "s", core.StreamConfig{}); err != nil {
+		fatal(err)
+	}
+	ev := make([]byte, 1<<10)
+	for i := range ev {
+		ev[i] = 'a'
+	}
+	return runProducers(fmt.Sprintf("silt in-process, %d producers", n), n, dur, func(int) error {
+		_, err := s.Append(ctx, core.AppendRequest{Tenant: "bench", Stream: "s", Events: [][]byte{ev}})
+		return err
+	}, 1<<10)
+}
+
+// runProducers runs n goroutines calling op until dur passes, recording
+// per-call latency.
+func runProducers(name string, n int, dur time.Duration, op func(worker int) error, evBytes int) result {
+	var (
+		mu    sync.Mutex
+		lat   []time.Duration
+		count atomic.Int64
+		wg    sync.WaitGroup
+		first error
+	)
+	start := time.Now()
+	deadline := start.Add(dur)
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var local []time.Duration
+			for time.Now().Before(deadline) {
+				t := time.Now()
+				if err := op(w); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+				local = append(local, time.Since(t))
+				count.Add(1)
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		fatal(fmt.Errorf("%s: %w", name, first))
+	}
+	return result{name: name, events: count.Load(), bytes: count.Load() * int64(evBytes), elapsed: time.Since(start), lat: lat}
+}
+
+func report(rs []result, base1k, base64k result) {
+	fmt.Println("| case | events/s | MB/s | p50 | p99 | × 1 KiB loop events/s | × 64 KiB loop MB/s | p99 ÷ loop p99 | server RSS |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range rs {
+		rss := ""
+		if r.rssBytes > 0 {
+			rss = fmt.Sprintf("%d MiB", r.rssBytes>>20)
+		}
+		fmt.Printf("| %s | %.0f | %.1f | %s | %s | %.2f | %.2f | %.2f | %s |\n",
+			r.name, r.eventsPerSec(), r.mbPerSec(), r.pct(0.5).Round(time.Microsecond), r.pct(0.99).Round(time.Microsecond),
+			r.eventsPerSec()/base1k.eventsPerSec(), r.mbPerSec()/base64k.mbPerSec(),
+			float64(r.pct(0.99))/float64(base1k.pct(0.99)), rss)
+	}
+}

@@ -1,0 +1,178 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Health checks that the server is alive (GET /healthz).
+func (c *Client) Health(ctx context.Context) error {
+	return c.doJSON(ctx, request{method: http.MethodGet, path: "/healthz", idempotent: true}, nil, nil)
+}
+
+// Ready checks that the server can serve (GET /readyz); it fails while the
+// server drains.
+func (c *Client) Ready(ctx context.Context) error {
+	return c.doJSON(ctx, request{method: http.MethodGet, path: "/readyz", idempotent: true, once: true}, nil, nil)
+}
+
+// Whoami returns the name of the principal the client's token stands for.
+func (c *Client) Whoami(ctx context.Context) (string, error) {
+	var out struct {
+		Principal string `json:"principal"`
+	}
+	err := c.doJSON(ctx, request{method: http.MethodGet, path: "/v1/whoami", idempotent: true}, nil, &out)
+	return out.Principal, err
+}
+
+func get(path string) request { return request{method: http.MethodGet, path: path, idempotent: true} }
+func del(path string) request {
+	return request{method: http.MethodDelete, path: path, idempotent: true}
+}
+func create(path string) request { return request{method: http.MethodPost, path: path} }
+
+// CreateTenant creates a tenant.
+func (c *Client) CreateTenant(ctx context.Context, name string, metadata map[string]string) (Tenant, error) {
+	var t Tenant
+	in := map[string]any{"name": name}
+	if len(metadata) > 0 {
+		in["metadata"] = metadata
+	}
+	err := c.doJSON(ctx, create("/v1/tenants"), in, &t)
+	return t, err
+}
+
+// ListTenants lists the tenants the caller can see.
+func (c *Client) ListTenants(ctx context.Context) ([]Tenant, error) {
+	var out struct {
+		Tenants []Tenant `json:"tenants"`
+	}
+	err := c.doJSON(ctx, get("/v1/tenants"), nil, &out)
+	return out.Tenants, err
+}
+
+// GetTenant describes one tenant.
+func (c *Client) GetTenant(ctx context.Context, name string) (Tenant, error) {
+	var t Tenant
+	err := c.doJSON(ctx, get(pathOf("v1", "tenants", name)), nil, &t)
+	return t, err
+}
+
+// DeleteTenant deletes an empty tenant (a conflict while it has streams).
+// A delete retried after a lost answer may report not-found.
+func (c *Client) DeleteTenant(ctx context.Context, name string) error {
+	return c.doJSON(ctx, del(pathOf("v1", "tenants", name)), nil, nil)
+}
+
+// CreateStream creates a stream in tenant.
+func (c *Client) CreateStream(ctx context.Context, tenant string, spec StreamSpec) (Stream, error) {
+	var st Stream
+	err := c.doJSON(ctx, create(pathOf("v1", "tenants", tenant, "streams")), spec, &st)
+	return st, err
+}
+
+// ListStreams lists the streams of tenant that the caller may read.
+func (c *Client) ListStreams(ctx context.Context, tenant string) ([]Stream, error) {
+	var out struct {
+		Streams []Stream `json:"streams"`
+	}
+	err := c.doJSON(ctx, get(pathOf("v1", "tenants", tenant, "streams")), nil, &out)
+	return out.Streams, err
+}
+
+// GetStream describes a stream including its segments.
+func (c *Client) GetStream(ctx context.Context, tenant, name string) (Stream, error) {
+	var st Stream
+	err := c.doJSON(ctx, get(pathOf("v1", "tenants", tenant, "streams", name)), nil, &st)
+	return st, err
+}
+
+// DeleteStream deletes a stream and its data.
+func (c *Client) DeleteStream(ctx context.Context, tenant, name string) error {
+	return c.doJSON(ctx, del(pathOf("v1", "tenants", tenant, "streams", name)), nil, nil)
+}
+
+// CreatePrincipal creates a principal (server-wide admin).
+func (c *Client) CreatePrincipal(ctx context.Context, name string) (Principal, error) {
+	var p Principal
+	err := c.doJSON(ctx, create("/v1/principals"), map[string]string{"name": name}, &p)
+	return p, err
+}
+
+// ListPrincipals lists every principal.
+func (c *Client) ListPrincipals(ctx context.Context) ([]Principal, error) {
+	var out struct {
+		Principals []Principal `json:"principals"`
+	}
+	err := c.doJSON(ctx, get("/v1/principals"), nil, &out)
+	return out.Principals, err
+}
+
+// GetPrincipal describes one principal.
+func (c *Client) GetPrincipal(ctx context.Context, name string) (Principal, error) {
+	var p Principal
+	err := c.doJSON(ctx, get(pathOf("v1", "principals", name)), nil, &p)
+	return p, err
+}
+
+// DeletePrincipal deletes a principal with its tokens and grants.
+func (c *Client) DeletePrincipal(ctx context.Context, name string) error {
+	return c.doJSON(ctx, del(pathOf("v1", "principals", name)), nil, nil)
+}
+
+// IssueToken creates a bearer token for principal; ttl 0 never expires.
+// The returned Token's Secret is shown this once.
+func (c *Client) IssueToken(ctx context.Context, principal, label string, ttl time.Duration) (Token, error) {
+	in := map[string]string{}
+	if label != "" {
+		in["label"] = label
+	}
+	if ttl != 0 {
+		in["ttl"] = ttl.String()
+	}
+	var t Token
+	err := c.doJSON(ctx, create(pathOf("v1", "principals", principal, "tokens")), in, &t)
+	return t, err
+}
+
+// ListTokens lists a principal's tokens (without secrets).
+func (c *Client) ListTokens(ctx context.Context, principal string) ([]Token, error) {
+	var out struct {
+		Tokens []Token `json:"tokens"`
+	}
+	err := c.doJSON(ctx, get(pathOf("v1", "principals", principal, "tokens")), nil, &out)
+	return out.Tokens, err
+}
+
+// RevokeToken revokes one of a principal's tokens by id.
+func (c *Client) RevokeToken(ctx context.Context, principal, id string) error {
+	return c.doJSON(ctx, del(pathOf("v1", "principals", principal, "tokens", id)), nil, nil)
+}
+
+// AddGrant allows principal action on resource.
+func (c *Client) AddGrant(ctx context.Context, principal, action, resource string) (Grant, error) {
+	var g Grant
+	in := map[string]string{"principal": principal, "action": action, "resource": resource}
+	err := c.doJSON(ctx, create("/v1/grants"), in, &g)
+	return g, err
+}
+
+// ListGrants lists the grants of principal, or every grant for "".
+func (c *Client) ListGrants(ctx context.Context, principal string) ([]Grant, error) {
+	rq := get("/v1/grants")
+	if principal != "" {
+		rq.query = url.Values{"principal": {principal}}
+	}
+	var out struct {
+		Grants []Grant `json:"grants"`
+	}
+	err := c.doJSON(ctx, rq, nil, &out)
+	return out.Grants, err
+}
+
+// RemoveGrant removes a grant by id.
+func (c *Client) RemoveGrant(ctx context.Context, id string) error {
+	return c.doJSON(ctx, del(pathOf("v1", "grants", id)), nil, nil)
+}

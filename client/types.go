@@ -1,0 +1,141 @@
+package client
+
+import "time"
+
+// Stream encodings; see docs/api.md.
+const (
+	EncodingLines  = "lines"
+	EncodingFramed = "framed"
+)
+
+// Tenant is the isolation unit; its name is a valid S3 bucket name.
+type Tenant struct {
+	Name     string            `json:"name"`
+	Created  time.Time         `json:"created"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// StreamSpec describes a stream to create. Zero fields take the server's
+// defaults (encoding lines, the default segment count).
+type StreamSpec struct {
+	Name     string            `json:"name"`
+	Encoding string            `json:"encoding,omitempty"`
+	Segments int               `json:"segments,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Group    string            `json:"group,omitempty"`
+}
+
+// StreamConfig is a stream's configuration, fixed at creation.
+type StreamConfig struct {
+	Encoding string            `json:"encoding"`
+	Segments int               `json:"segments"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Group    string            `json:"group,omitempty"`
+}
+
+// Segment is one segment's state. It owns routing keys whose KeyHash is in
+// [KeyLow, KeyHigh].
+type Segment struct {
+	ID          string `json:"id"`
+	KeyLow      uint32 `json:"key_low"`
+	KeyHigh     uint32 `json:"key_high"`
+	FirstOffset uint64 `json:"first_offset"`
+	NextOffset  uint64 `json:"next_offset"`
+	Bytes       int64  `json:"bytes"`
+}
+
+// Stream describes a stream. Segments is filled by GetStream, not by
+// ListStreams.
+type Stream struct {
+	Tenant   string       `json:"tenant"`
+	Name     string       `json:"name"`
+	Config   StreamConfig `json:"config"`
+	Created  time.Time    `json:"created"`
+	Segments []Segment    `json:"segments,omitempty"`
+}
+
+// AppendOptions picks where a batch goes and makes it idempotent.
+type AppendOptions struct {
+	// Key routes the batch by hash; Segment names the segment directly.
+	// Give at most one; with neither the server spreads batches
+	// round-robin.
+	Key, Segment string
+	// WriterID and Seq make the append exactly-once: a batch whose Seq is
+	// not above the last one the writer stored in the segment is not
+	// stored again, and is acknowledged as a duplicate. They also make
+	// the append safe to retry, so only then does the client retry it
+	// after it may have reached the server.
+	WriterID string
+	Seq      uint64
+}
+
+// AppendResult acknowledges a durable append: the batch's events got
+// offsets FirstOffset … FirstOffset+Count-1 in Segment.
+type AppendResult struct {
+	Segment     string `json:"segment"`
+	FirstOffset uint64 `json:"first_offset"`
+	Count       int    `json:"count"`
+	Duplicate   bool   `json:"duplicate"`
+}
+
+// ReadOptions say where a read starts and how long it may wait.
+type ReadOptions struct {
+	// Cursor continues a read of every segment: "" starts at the
+	// beginning, "end" at the current end, anything else is a NextCursor
+	// from an earlier read.
+	Cursor string
+	// Segment reads one segment instead, from From (or from its end with
+	// FromEnd). From 0 means its oldest retained event.
+	Segment string
+	From    uint64
+	FromEnd bool
+	// Max is the most events returned (server default 1000, cap 10000).
+	Max int
+	// Wait long-polls when nothing is there yet (capped by the server's
+	// max_wait).
+	Wait time.Duration
+}
+
+// Event is one stored event.
+type Event struct {
+	Segment string    `json:"segment"`
+	Offset  uint64    `json:"offset"`
+	Time    time.Time `json:"time"`
+	Data    []byte    `json:"data"`
+}
+
+// Batch is the result of a read; pass NextCursor to the next read to
+// continue where this one ended.
+type Batch struct {
+	Events     []Event
+	NextCursor string
+}
+
+// Principal is a user or service account.
+type Principal struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+}
+
+// Token is a principal's bearer token. Secret is set only in the answer to
+// IssueToken: the server does not keep it.
+type Token struct {
+	ID        string    `json:"id"`
+	Principal string    `json:"principal"`
+	Label     string    `json:"label,omitempty"`
+	Created   time.Time `json:"created"`
+	// Expires is zero for a token that never expires.
+	Expires time.Time `json:"expires,omitzero"`
+	Secret  string    `json:"token,omitempty"`
+}
+
+// Grant allows a principal an action ("read", "append", "admin") on a
+// resource pattern ("*", "tenant", "tenant/stream", "tenant/glob*",
+// "tenant/group:g").
+type Grant struct {
+	ID        string    `json:"id"`
+	Principal string    `json:"principal"`
+	Action    string    `json:"action"`
+	Resource  string    `json:"resource"`
+	Created   time.Time `json:"created"`
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/gateways/api"
+	"github.com/silt-io/silt/internal/config"
+	"github.com/silt-io/silt/internal/logging"
+	"github.com/silt-io/silt/internal/tlsconf"
+	"github.com/silt-io/silt/tiering"
+)
+
+// serveConfig is the whole server configuration: one section per package.
+type serveConfig struct {
+	Core core.Config    `koanf:"core"`
+	API  api.Config     `koanf:"api"`
+	Tier tiering.Config `koanf:"tiering"`
+	Auth authConfig     `koanf:"auth"`
+	TLS  tlsconf.Config `koanf:"tls"`
+	Log  logging.Config `koanf:"log"`
+}
+
+type authConfig struct {
+	InsecureDev   bool   `koanf:"insecure_dev" help:"DANGER: allow every request without a token (local experiments only)"`
+	RootPrincipal string `koanf:"root_principal" help:"principal created at first start with admin on everything"`
+	RootToken     string `koanf:"root_token" help:"secret the root principal accepts; empty: generate one into <core.dir>/root.token"`
+}
+
+func defaultServeConfig() serveConfig {
+	return serveConfig{
+		Core: core.DefaultConfig(),
+		API:  api.DefaultConfig(),
+		Tier: tiering.DefaultConfig(),
+		Auth: authConfig{RootPrincipal: "root"},
+		TLS:  tlsconf.DefaultConfig(),
+		Log:  logging.DefaultConfig(),
+	}
+}
+
+func (c serveConfig) Validate() error {
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.TLS.Validate(), c.Log.Validate())
+}
+
+const serveUsage = `Usage: silt serve [flags]
+
+Runs the silt server: the segment engine and the native HTTP API.
+With no flags it uses embedded defaults: data in ./silt-data, API on
+http://127.0.0.1:7070, JSON logs on stderr. On first start it creates the
+principal "root" with admin rights and writes its token to
+./silt-data/root.token (the CLI picks it up from there).
+
+Every setting can also come from a YAML file (--config FILE or SILT_CONFIG)
+and from SILT_* environment variables; flags win over the environment, which
+wins over the file. --print-config shows the result as YAML, which can be
+used as a config file as it is.
+
+Flags:
+`
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	cfg := defaultServeConfig()
+	loader, err := config.NewLoader(&cfg)
+	if err != nil {
+		return err
+	}
+	fs := pflag.NewFlagSet("silt serve", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
+	printConfig := fs.Bool("print-config", false, "print the effective configuration as YAML and exit")
+	devTLS := fs.Bool("dev-tls", false, "generate a self-signed CA and server certificate into <core.dir>/tls and serve HTTPS with them")
+	if err := loader.RegisterFlags(fs); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return usageError{config.FlagError(fs, err)}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q (silt serve takes only flags)", fs.Arg(0))}
+	}
+	if _, err := loader.Load(os.Environ()); err != nil {
+		return usageError{err}
+	}
+	if *printConfig {
+		out, err := config.Dump(&cfg)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(out)
+		return err
+	}
+	if *devTLS && !cfg.TLS.Enabled() {
+		tc, caFile, created, err := tlsconf.GenerateDev(filepath.Join(cfg.Core.Dir, "tls"), nil)
+		if err != nil {
+			return fmt.Errorf("dev-tls: %w", err)
+		}
+		cfg.TLS.CertFile, cfg.TLS.KeyFile = tc.CertFile, tc.KeyFile
+		verb := "using"
+		if created {
+			verb = "generated"
+		}
+		fmt.Fprintf(stderr, "dev-tls: %s a self-signed CA at %s\n  trust it with: silt --ca-file %s …   or   curl --cacert %s …\n", verb, caFile, caFile, caFile)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{fmt.Errorf("invalid configuration: %w", err)}
+	}
+	log, err := logging.New(cfg.Log, stderr)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, cfg, log)
+}
+
+// serve runs the server until ctx is cancelled.
+func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
+	store, err := core.Open(cfg.Core, log.Named("core"))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	acls, err := acl.Open(store.Catalog())
+	if err != nil {
+		return err
+	}
+	if err := ensureRoot(cfg, acls, log); err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	backend, err := tiering.OpenBackend(cfg.Tier, cfg.Core.Dir)
+	if err != nil {
+		return fmt.Errorf("tier-2 backend: %w", err)
+	}
+	tierer, err := tiering.New(cfg.Tier, store, backend, tiering.Options{Logger: log.Named("tiering"), Registerer: reg})
+	if err != nil {
+		return err
+	}
+	defer tierer.Close()
+	auth := api.Auth{Authn: acls.Authenticate, Authz: acls, Admin: acls}
+	if cfg.Auth.InsecureDev {
+		auth.Authz, auth.Insecure = acl.AllowAll{}, true
+		log.Warn("INSECURE: auth.insecure_dev is on — every request is allowed without a token; never use this outside a local experiment")
+	}
+	srv, err := api.New(cfg.API, store, auth, log.Named("api"), reg)
+	if err != nil {
+		return err
+	}
+	tlsCfg, err := serverTLS(cfg.TLS)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.API.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (api.listen): %w", cfg.API.Listen, err)
+	}
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
+	log.Info("silt serving", zap.String("api", scheme+"://"+ln.Addr().String()), zap.String("data_dir", cfg.Core.Dir))
+	err = srv.Serve(ctx, ln, tlsCfg)
+	log.Info("silt stopped")
+	return err
+}
+
+func serverTLS(c tlsconf.Config) (*tls.Config, error) {
+	if !c.Enabled() {
+		return nil, nil
+	}
+	return c.ServerConfig()
+}
+
+// ensureRoot bootstraps the admin principal. Without an operator-supplied
+// secret, the first start generates a token and leaves it in a 0600 file
+// in the data dir, which the CLI reads when no token is given.
+func ensureRoot(cfg serveConfig, acls *acl.Store, log *zap.Logger) error {
+	created, err := acls.EnsureRoot(cfg.Auth.RootPrincipal, cfg.Auth.RootToken)
+	if err != nil {
+		return fmt.Errorf("bootstrap root principal: %w", err)
+	}
+	if cfg.Auth.RootToken != "" || !created {
+		return nil
+	}
+	secret, _, err := acls.IssueToken(cfg.Auth.RootPrincipal, "bootstrap", 0)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(cfg.Core.Dir, rootTokenFile)
+	if err := writeFileAtomic(path, []byte(secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write root token: %w", err)
+	}
+	log.Info("created root principal; its token is in the file named here (the CLI uses it by default)",
+		zap.String("principal", cfg.Auth.RootPrincipal), zap.String("token_file", path))
+	return nil
+}
+
+const rootTokenFile = "root.token"
+
+// writeFileAtomic writes via a synced temp file and a rename, then syncs the
+// directory, so a crash never leaves a half-written file.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,95 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// retiredGrace is how long the read handle of a removed file stays open.
+// Read looks up its file under the lock and then reads without it, so a
+// reader may still be inside a file that TruncateBefore just detached; the
+// unlinked file stays readable through the open handle until then.
+const retiredGrace = time.Minute
+
+// TruncateBefore removes the log files all of whose events are below
+// offset, oldest first, and returns how many it removed. The active (last)
+// file is never removed, so a segment keeps at least one file. Once it
+// returns, a Read below the new First fails with ErrOutOfRange.
+//
+// The caller must only pass an offset whose events are safe elsewhere (for
+// silt: durable in tier 2 and recorded in the catalog).
+func (l *Log) TruncateBefore(offset uint64) (int, error) {
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return 0, ErrClosed
+	}
+	if l.mu.failed != nil {
+		// Recovery will rebuild the file list from disk; removing files
+		// under it would race with that rebuild.
+		err := fmt.Errorf("%w: %v", ErrUnavailable, l.mu.failed)
+		l.mu.Unlock()
+		return 0, err
+	}
+	files := l.mu.files
+	n := 0
+	for n < len(files)-1 && files[n+1].first <= offset {
+		n++
+	}
+	if n == 0 {
+		l.mu.Unlock()
+		return 0, nil
+	}
+	detached := files[:n:n]
+	l.mu.files = append([]*file(nil), files[n:]...)
+	boundary := l.mu.files[0].first
+	l.mu.Unlock()
+
+	// Detached handles close after a grace period, whatever happens below:
+	// the in-memory state already no longer refers to them.
+	for _, f := range detached {
+		r := f.r
+		time.AfterFunc(retiredGrace, func() { r.Close() })
+	}
+	return l.removeBelow(boundary)
+}
+
+// removeBelow unlinks every log file starting below boundary in ascending
+// order, syncing the directory after each one, so that a crash at any point
+// leaves a contiguous run of files (recovery refuses a gap). Listing the
+// directory rather than trusting the detached set keeps that true even if
+// two truncations overlap: each removes, in order, whatever lower file is
+// still there, and ENOENT from the other's removal is not an error.
+func (l *Log) removeBelow(boundary uint64) (int, error) {
+	names, err := l.opts.FS.List(l.opts.Dir)
+	if err != nil {
+		return 0, fmt.Errorf("list segment %s: %w", l.opts.Dir, err)
+	}
+	removed := 0
+	for _, name := range names { // List is sorted, and names are zero-padded
+		if !strings.HasSuffix(name, suffix) {
+			continue
+		}
+		first, err := strconv.ParseUint(strings.TrimSuffix(name, suffix), 10, 64)
+		if err != nil || first >= boundary {
+			continue
+		}
+		err = l.opts.FS.Remove(filepath.Join(l.opts.Dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return removed, fmt.Errorf("remove tiered segment file %s: %w", name, err)
+		}
+		if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
+			return removed, fmt.Errorf("sync segment dir %s: %w", l.opts.Dir, err)
+		}
+		removed++
+	}
+	return removed, nil
+}

@@ -1,0 +1,74 @@
+package core
+
+import "sort"
+
+// Hooks for the tiering package: it enumerates streams, waits for commits
+// and truncates tier 1 once a range is durable in tier 2 and recorded in
+// the catalog. They live apart from store.go because only tiering uses them.
+
+// Streams returns every stream of every tenant, with live segment state,
+// ordered by tenant and name. Created identifies the stream's incarnation:
+// a stream deleted and re-created under the same name gets a new one.
+func (s *Store) Streams() []Stream {
+	s.mu.RLock()
+	sts := make([]*stream, 0, len(s.mu.streams))
+	for _, st := range s.mu.streams {
+		sts = append(sts, st)
+	}
+	closed := s.mu.closed
+	s.mu.RUnlock()
+	if closed {
+		return nil
+	}
+	out := make([]Stream, len(sts))
+	for i, st := range sts {
+		out[i] = s.describe(st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Tenant != out[j].Tenant {
+			return out[i].Tenant < out[j].Tenant
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// TruncateBefore drops the segment's tier-1 log files all of whose events
+// are below offset (never the active file). Callers must have made those
+// events durable elsewhere first; reads below the new first offset then
+// fail with ErrOutOfRange.
+func (s *Store) TruncateBefore(tenant, stream, segmentID string, offset uint64) error {
+	st, err := s.stream(tenant, stream)
+	if err != nil {
+		return err
+	}
+	idx, err := st.segmentIndex(segmentID)
+	if err != nil {
+		return err
+	}
+	if _, err := st.logs[idx].TruncateBefore(offset); err != nil {
+		return mapSegmentErr(err)
+	}
+	return nil
+}
+
+// Changed returns a channel that is closed at the segment's next commit
+// (or when the store closes), so a waiter over many segments can select on
+// several of them without a goroutine each. Take the channel before reading
+// the state it guards, so that a commit in between still wakes the waiter.
+func (s *Store) Changed(tenant, stream, segmentID string) (<-chan struct{}, error) {
+	st, err := s.stream(tenant, stream)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := st.segmentIndex(segmentID)
+	if err != nil {
+		return nil, err
+	}
+	return st.logs[idx].Changed(), nil
+}
+
+// Incarnation is a stable identity for one life of a stream, derived from
+// its creation time; tiering keys its state by it so that data of a
+// deleted stream is never mistaken for that of a re-created one.
+func (st Stream) Incarnation() int64 { return st.Created.UnixNano() }

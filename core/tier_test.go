@@ -1,0 +1,91 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestStreamsAndTruncateBefore(t *testing.T) {
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.SegmentFileBytes = 4096
+	s, err := Open(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tn := range []string{"zeta", "acme"} {
+		if _, err := s.CreateTenant(ctx, tn, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, x := range [][2]string{{"zeta", "a"}, {"acme", "b"}, {"acme", "a"}} {
+		if _, err := s.CreateStream(ctx, x[0], x[1], StreamConfig{Segments: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch, err := s.Changed("acme", "a", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 900)
+	for i := 0; i < 40; i++ {
+		if _, err := s.Append(ctx, AppendRequest{Tenant: "acme", Stream: "a", Segment: "0", Events: [][]byte{[]byte(fmt.Sprint(i, big))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("Changed channel not closed by a commit")
+	}
+	var got []string
+	for _, st := range s.Streams() {
+		got = append(got, st.Tenant+"/"+st.Name)
+		if len(st.Segments) != 2 {
+			t.Fatalf("%s has %d segments", st.Name, len(st.Segments))
+		}
+	}
+	if fmt.Sprint(got) != "[acme/a acme/b zeta/a]" {
+		t.Fatalf("Streams() = %v", got)
+	}
+	before := s.Streams()[0].Segments[0]
+	if err := s.TruncateBefore("acme", "a", "0", 30); err != nil {
+		t.Fatal(err)
+	}
+	after := s.Streams()[0].Segments[0]
+	if after.FirstOffset == 0 || after.FirstOffset > 30 || after.Bytes >= before.Bytes || after.NextOffset != 40 {
+		t.Fatalf("after truncation %+v (before %+v)", after, before)
+	}
+	if _, err := s.Read(ctx, ReadRequest{Tenant: "acme", Stream: "a", Segment: "0", From: 0}); !errors.Is(err, ErrOutOfRange) {
+		t.Fatalf("read below first: %v", err)
+	}
+	tests := []struct {
+		name, tenant, stream, seg string
+	}{
+		{"missing tenant", "nope", "a", "0"},
+		{"missing stream", "acme", "zz", "0"},
+		{"missing segment", "acme", "a", "7"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := s.TruncateBefore(tc.tenant, tc.stream, tc.seg, 1); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("got %v, want ErrNotFound", err)
+			}
+		})
+	}
+	s.Close()
+	s2, err := Open(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	st, _ := s2.GetStream(ctx, "acme", "a")
+	if st.Segments[0].FirstOffset != after.FirstOffset || st.Created.UnixNano() != st.Incarnation() {
+		t.Fatalf("after reopen %+v", st.Segments[0])
+	}
+}

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/silt-io/silt/core"
+)
+
+// Idempotence headers of an append: a producer's writer id and the
+// batch's sequence number in the target segment.
+const (
+	headerWriterID = "Silt-Writer-Id"
+	headerSeq      = "Silt-Seq"
+	maxWriterIDLen = 128
+)
+
+func (s *Server) appendEvents(c *call) (op, error) {
+	_, res, lookupErr := s.streamTarget(c)
+	q := c.r.URL.Query()
+	req := core.AppendRequest{
+		Tenant:     res.Tenant,
+		Stream:     res.Stream,
+		RoutingKey: q.Get("key"),
+		Segment:    q.Get("segment"),
+		WriterID:   c.r.Header.Get(headerWriterID),
+	}
+	if q.Has("key") && q.Has("segment") {
+		return op{}, badRequest("give key= or segment=, not both")
+	}
+	seq := c.r.Header.Get(headerSeq)
+	switch {
+	case req.WriterID == "" && seq != "":
+		return op{}, badRequest("%s needs %s", headerSeq, headerWriterID)
+	case req.WriterID != "" && seq == "":
+		return op{}, badRequest("%s needs %s (the batch's sequence number)", headerWriterID, headerSeq)
+	case len(req.WriterID) > maxWriterIDLen:
+		return op{}, badRequest("%s is longer than %d bytes", headerWriterID, maxWriterIDLen)
+	case seq != "":
+		n, err := strconv.ParseUint(seq, 10, 64)
+		if err != nil {
+			return op{}, badRequest("%s %q: want a decimal integer below 2^64", headerSeq, seq)
+		}
+		req.Seq = n
+	}
+	format, err := bodyFormatOf(c.r.Header.Get("Content-Type"))
+	if err != nil {
+		return op{}, err
+	}
+	return op{res: res, run: func() error {
+		if lookupErr != nil {
+			return lookupErr
+		}
+		events, release, err := s.readBatch(c, format)
+		if err != nil {
+			return err
+		}
+		defer release()
+		req.Events = events
+		ack, err := s.store.Append(c.r.Context(), req)
+		if err != nil {
+			return err
+		}
+		if !ack.Duplicate {
+			var n int
+			for _, ev := range events {
+				n += len(ev)
+			}
+			s.met.appendedEvents.Add(float64(len(events)))
+			s.met.appendedBytes.Add(float64(n))
+		}
+		writeJSON(c.w, http.StatusOK, appendJSON{
+			Segment: ack.Segment, FirstOffset: ack.FirstOffset, Count: ack.Count, Duplicate: ack.Duplicate,
+		})
+		return nil
+	}}, nil
+}
+
+// readBatch reads an append body into events. Memory is reserved from the
+// budget before the body is read (its Content-Length, or the largest body
+// allowed when the length is unknown) and grows as parsing finds more
+// per-event overhead; release returns it once the events are no longer
+// needed.
+func (s *Server) readBatch(c *call, format bodyFormat) (events [][]byte, release func(), err error) {
+	limit := bodyLimit(format, s.limits)
+	declared := c.r.ContentLength
+	switch {
+	case declared > limit:
+		return nil, nil, tooLarge("request body is %d bytes; the limit for this Content-Type is %d (max_event_bytes for a single event, twice max_batch_bytes for a batch)", declared, limit)
+	case declared == 0:
+		return nil, nil, badRequest("request body is empty")
+	case declared < 0:
+		declared = limit
+	}
+	res, ok := s.budget.reserve(declared)
+	if !ok {
+		s.met.rejected.Inc()
+		return nil, nil, errOverloaded
+	}
+	lift := c.bodyDeadline()
+	defer lift()
+	body := http.MaxBytesReader(c.w, c.r.Body, limit)
+	events, err = parseBody(format, body, batchLimits{
+		maxEvent: s.limits.MaxEventBytes,
+		maxBatch: s.limits.MaxBatchBytes,
+		hold: func(held int64) error {
+			if err := res.cover(held); err != nil {
+				s.met.rejected.Inc()
+				return err
+			}
+			return nil
+		},
+		sizeHint: max(c.r.ContentLength, 0),
+	})
+	if err != nil {
+		res.release()
+		return nil, nil, err
+	}
+	return events, res.release, nil
+}

@@ -1,0 +1,290 @@
+package api
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/core"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Test limits: small, so that 413s are cheap to provoke.
+const (
+	testMaxEvent = 1 << 10
+	testMaxBatch = 8 << 10
+)
+
+type envOptions struct {
+	api      func(*Config)
+	auth     func(*Auth)
+	noServer bool
+}
+
+// env is an API server over a real core.Store and acl.Store in a
+// temporary directory, with a root principal holding admin on "*".
+type env struct {
+	t     *testing.T
+	store *core.Store
+	acl   *acl.Store
+	srv   *Server
+	ts    *httptest.Server
+	reg   *prometheus.Registry
+	root  string // root's bearer token
+}
+
+func newEnv(t *testing.T, opts ...envOptions) *env {
+	t.Helper()
+	var o envOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	ccfg := core.DefaultConfig()
+	ccfg.Dir = t.TempDir()
+	ccfg.SegmentFileBytes = 1 << 20
+	ccfg.Limits = core.Limits{MaxEventBytes: testMaxEvent, MaxBatchBytes: testMaxBatch, MaxSegments: 16}
+	store, err := core.Open(ccfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	as, err := acl.Open(store.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, store: store, acl: as, reg: prometheus.NewRegistry()}
+	if _, err := as.CreatePrincipal("root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := as.AddGrant("root", acl.Admin, "*"); err != nil {
+		t.Fatal(err)
+	}
+	e.root = e.token("root")
+
+	cfg := DefaultConfig()
+	if o.api != nil {
+		o.api(&cfg)
+	}
+	auth := Auth{Authn: as.Authenticate, Authz: as, Admin: as}
+	if o.auth != nil {
+		o.auth(&auth)
+	}
+	e.srv, err = New(cfg, store, auth, zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), e.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.noServer {
+		e.ts = httptest.NewServer(e.srv.Handler())
+		t.Cleanup(e.ts.Close)
+	}
+	return e
+}
+
+// token issues a token for an existing principal.
+func (e *env) token(principal string) string {
+	e.t.Helper()
+	secret, _, err := e.acl.IssueToken(principal, "test", 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return secret
+}
+
+// user creates a principal with the given grants ("read:acme/clicks") and
+// returns its token.
+func (e *env) user(name string, grants ...string) string {
+	e.t.Helper()
+	if _, err := e.acl.CreatePrincipal(name); err != nil {
+		e.t.Fatal(err)
+	}
+	e.grant(name, grants...)
+	return e.token(name)
+}
+
+func (e *env) grant(principal string, grants ...string) {
+	e.t.Helper()
+	for _, g := range grants {
+		action, res, _ := strings.Cut(g, ":")
+		if _, err := e.acl.AddGrant(principal, acl.Action(action), res); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// reply is a finished response.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// errCode returns the error code of a JSON error reply.
+func (r reply) errCode(t *testing.T) string {
+	t.Helper()
+	var b errorBody
+	r.json(t, &b)
+	return b.Error.Code
+}
+
+type req struct {
+	method, path string
+	token        string
+	body         []byte
+	contentType  string
+	header       map[string]string
+}
+
+func (e *env) do(r req) reply {
+	e.t.Helper()
+	hr, err := http.NewRequest(r.method, e.ts.URL+r.path, bytes.NewReader(r.body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if r.body == nil {
+		hr.Body = http.NoBody
+		hr.ContentLength = 0
+	}
+	if r.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	if r.contentType != "" {
+		hr.Header.Set("Content-Type", r.contentType)
+	}
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	resp, err := e.ts.Client().Do(hr)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: body}
+}
+
+// must does r as root and fails the test unless the status is want.
+func (e *env) must(want int, r req) reply {
+	e.t.Helper()
+	if r.token == "" {
+		r.token = e.root
+	}
+	rep := e.do(r)
+	if rep.status != want {
+		e.t.Fatalf("%s %s: status %d, want %d: %s", r.method, r.path, rep.status, want, rep.body)
+	}
+	return rep
+}
+
+func jsonBody(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// mkStream creates tenant (if needed) and a stream in it.
+func (e *env) mkStream(tenant, stream, encoding string, segments int) {
+	e.t.Helper()
+	if _, err := e.store.GetTenant(e.t.Context(), tenant); err != nil {
+		e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants", body: jsonBody(e.t, map[string]any{"name": tenant})})
+	}
+	e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants/" + tenant + "/streams",
+		body: jsonBody(e.t, map[string]any{"name": stream, "encoding": encoding, "segments": segments})})
+}
+
+func eventsPath(tenant, stream string) string {
+	return "/v1/tenants/" + tenant + "/streams/" + stream + "/events"
+}
+
+func framed(events ...string) []byte {
+	var b []byte
+	for _, ev := range events {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(ev)))
+		b = append(b, ev...)
+	}
+	return b
+}
+
+// readLine is one line of an ndjson read.
+type readLine struct {
+	Segment    string  `json:"segment"`
+	Offset     uint64  `json:"offset"`
+	Time       string  `json:"time"`
+	Data       []byte  `json:"data"`
+	Text       *string `json:"text"`
+	NextCursor *string `json:"next_cursor"`
+	Error      *errorDetail
+}
+
+func parseLines(t *testing.T, body []byte) (events []readLine, cursor string) {
+	t.Helper()
+	for _, l := range bytes.Split(bytes.TrimRight(body, "\n"), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var rl readLine
+		if err := json.Unmarshal(l, &rl); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if rl.NextCursor != nil {
+			cursor = *rl.NextCursor
+			continue
+		}
+		events = append(events, rl)
+	}
+	return events, cursor
+}
+
+// metricValue reads a counter or gauge.
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case d.Counter != nil:
+		return d.Counter.GetValue()
+	case d.Gauge != nil:
+		return d.Gauge.GetValue()
+	}
+	t.Fatalf("metric %v is neither counter nor gauge", m.Desc())
+	return 0
+}
+
+func appendReq(tenant, stream string, events ...string) core.AppendRequest {
+	r := core.AppendRequest{Tenant: tenant, Stream: stream}
+	for _, ev := range events {
+		r.Events = append(r.Events, []byte(ev))
+	}
+	return r
+}
+
+func coreConfigLines() core.StreamConfig {
+	return core.StreamConfig{Encoding: core.EncodingLines, Segments: 1}
+}

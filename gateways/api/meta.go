@@ -1,0 +1,69 @@
+package api
+
+import (
+	_ "embed"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// openapiSpec is the API's OpenAPI 3.0 description. It lives beside the
+// code (go:embed cannot reach parent directories) and is the only copy;
+// docs/api.md links to it, and TestOpenAPIMatchesRoutes keeps it in step
+// with routeTable.
+//
+//go:embed openapi.yaml
+var openapiSpec []byte
+
+func (s *Server) healthz(c *call) (op, error) {
+	return op{run: func() error {
+		writeJSON(c.w, http.StatusOK, map[string]string{"status": "ok"})
+		return nil
+	}}, nil
+}
+
+// readyz fails while draining, so that load balancers move traffic away
+// before connections are closed, and when the store cannot answer.
+func (s *Server) readyz(c *call) (op, error) {
+	return op{run: func() error {
+		if s.drain.Err() != nil {
+			return &httpError{status: http.StatusServiceUnavailable, code: "shutting_down", msg: "the server is shutting down"}
+		}
+		if _, err := s.store.ListTenants(c.r.Context()); err != nil {
+			return err
+		}
+		writeJSON(c.w, http.StatusOK, map[string]string{"status": "ready"})
+		return nil
+	}}, nil
+}
+
+func (s *Server) metricsPage(c *call) (op, error) {
+	h := promhttp.HandlerFor(s.gather, promhttp.HandlerOpts{})
+	return op{run: func() error {
+		h.ServeHTTP(c.w, c.r)
+		return nil
+	}}, nil
+}
+
+func (s *Server) openapi(c *call) (op, error) {
+	return op{run: func() error {
+		c.w.Header().Set("Content-Type", "application/yaml")
+		c.w.WriteHeader(http.StatusOK)
+		c.w.Write(openapiSpec)
+		return nil
+	}}, nil
+}
+
+type whoamiJSON struct {
+	Principal string `json:"principal"`
+	// Insecure is set when the caller is unauthenticated on a server in
+	// insecure development mode, and so may do anything.
+	Insecure bool `json:"insecure,omitempty"`
+}
+
+func (s *Server) whoami(c *call) (op, error) {
+	return op{run: func() error {
+		writeJSON(c.w, http.StatusOK, whoamiJSON{Principal: c.principal.Name, Insecure: c.superuser})
+		return nil
+	}}, nil
+}

@@ -1,0 +1,234 @@
+// Package api is silt's native HTTP API: producers append events to
+// streams, consumers read and follow them, and operators manage tenants,
+// streams, principals, tokens and grants. docs/api.md describes the
+// protocol for users; openapi.yaml (served at GET /openapi.yaml) is its
+// machine-readable form, and a test keeps it in step with the route table.
+//
+// The package is an adapter over core.Store and acl: it authenticates the
+// bearer token into an acl.Principal, checks each route's declared action
+// and resource in one place (routes.go), turns engine errors into statuses
+// in one table (errmap.go), and bounds what a request may hold in memory
+// (budget.go). It keeps no state of its own beyond that budget.
+package api
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/core"
+)
+
+// Config configures the API server.
+type Config struct {
+	Listen string `koanf:"listen" help:"address the native API listens on"`
+	// MaxInflightBytes is the admission limit for append bodies: the bytes
+	// all appends in progress may hold in memory at once. An append that
+	// would go beyond it is refused with 503 and Retry-After before its
+	// body is read, so a burst of producers degrades into retries instead
+	// of exhausting memory.
+	MaxInflightBytes int64 `koanf:"max_inflight_bytes" help:"append bytes held in memory at once across requests; beyond it appends get 503"`
+	// ReadTimeout bounds reading a request's headers and, for requests
+	// with a body, the body. It is applied per request rather than as
+	// http.Server.ReadTimeout, which would also cut off follow reads.
+	ReadTimeout time.Duration `koanf:"read_timeout" help:"longest time to read a request's headers and body"`
+	IdleTimeout time.Duration `koanf:"idle_timeout" help:"how long an idle keep-alive connection is kept open"`
+	// MaxWait caps the wait= long-poll of a read.
+	MaxWait time.Duration `koanf:"max_wait" help:"longest long-poll a read may ask for with wait="`
+	// ShutdownTimeout bounds how long Serve waits for in-flight requests
+	// once its context is cancelled; connections still busy then are
+	// closed.
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout" help:"how long shutdown waits for in-flight requests before closing connections"`
+}
+
+// DefaultConfig returns the embedded defaults.
+func DefaultConfig() Config {
+	return Config{
+		Listen:           "127.0.0.1:7070",
+		MaxInflightBytes: 256 << 20,
+		ReadTimeout:      30 * time.Second,
+		IdleTimeout:      2 * time.Minute,
+		MaxWait:          60 * time.Second,
+		ShutdownTimeout:  15 * time.Second,
+	}
+}
+
+// Validate reports the first problem with c.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("api: listen %q: want host:port: %w", c.Listen, err)
+	}
+	if c.MaxInflightBytes <= 0 {
+		return errors.New("api: max_inflight_bytes must be positive")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"read_timeout", c.ReadTimeout},
+		{"idle_timeout", c.IdleTimeout},
+		{"max_wait", c.MaxWait},
+		{"shutdown_timeout", c.ShutdownTimeout},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("api: %s must be positive, got %v", d.name, d.v)
+		}
+	}
+	return nil
+}
+
+// Auth is how the server turns requests into principals and decides what
+// they may do.
+type Auth struct {
+	// Authn resolves a bearer token; normally acl.Store.Authenticate. When
+	// nil, every request that carries a token is refused with 401.
+	Authn func(secret string) (acl.Principal, error)
+	// Authz decides every request (default deny); an acl.Store, or
+	// acl.AllowAll{} for development.
+	Authz acl.Authorizer
+	// Admin manages principals, tokens and grants. When nil those routes
+	// answer 501.
+	Admin *acl.Store
+	// Insecure (--auth.insecure-dev) lets requests without an
+	// Authorization header do anything. Requests that present a token are
+	// still authenticated and authorized normally.
+	Insecure bool
+}
+
+// Server serves the native API. Create it with New.
+type Server struct {
+	cfg     Config
+	store   *core.Store
+	auth    Auth
+	log     *zap.Logger
+	limits  core.Limits
+	budget  *budget
+	met     *metrics
+	gather  prometheus.Gatherer
+	routes  []route
+	mux     *http.ServeMux
+	handler http.Handler
+
+	// drain is cancelled when shutdown begins: long-polls and follows end,
+	// and /readyz turns 503 so that load balancers stop sending traffic.
+	drain     context.Context
+	stopDrain context.CancelFunc
+}
+
+// New builds a server over store. Metrics are registered on reg; when reg
+// is also a prometheus.Gatherer (as *prometheus.Registry is) /metrics
+// serves it, otherwise /metrics serves prometheus.DefaultGatherer. A nil
+// reg gets a private registry.
+func New(cfg Config, store *core.Store, auth Auth, log *zap.Logger, reg prometheus.Registerer) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if store == nil {
+		return nil, errors.New("api: nil store")
+	}
+	if auth.Authz == nil {
+		return nil, errors.New("api: auth.Authz is required (use acl.AllowAll{} to allow everything)")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	gather, ok := reg.(prometheus.Gatherer)
+	if !ok {
+		gather = prometheus.DefaultGatherer
+	}
+	limits := store.Limits()
+	// A budget smaller than one largest request would refuse that request
+	// forever, even on an idle server.
+	if need := int64(batchBodyLimit(limits)); cfg.MaxInflightBytes < need {
+		return nil, fmt.Errorf("api: max_inflight_bytes %d is below the largest append body (%d bytes, twice max_batch_bytes)", cfg.MaxInflightBytes, need)
+	}
+	met, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:    cfg,
+		store:  store,
+		auth:   auth,
+		log:    log,
+		limits: limits,
+		budget: newBudget(cfg.MaxInflightBytes, met.inflightBytes),
+		met:    met,
+		gather: gather,
+	}
+	s.drain, s.stopDrain = context.WithCancel(context.Background())
+	if err := s.buildMux(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler, for tests and for callers
+// that run their own http.Server.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves on ln until ctx is cancelled, with TLS when tlsCfg is not
+// nil (its certificates are used as they are). Cancelling ctx shuts down
+// gracefully: the listener closes, long-polls and follows end at once, and
+// other in-flight requests get up to ShutdownTimeout to finish. A Server
+// drains only once: serve it with one Serve call.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config) error {
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+	}
+	// TLS handshake failures from scanners would flood a warn log.
+	if el, err := zap.NewStdLogAt(s.log.Named("http"), zap.DebugLevel); err == nil {
+		hs.ErrorLog = el
+	}
+	if tlsCfg != nil {
+		hs.TLSConfig = tlsCfg.Clone()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		if tlsCfg != nil {
+			errc <- hs.ServeTLS(ln, "", "")
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		s.stopDrain()
+		return fmt.Errorf("api: serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.stopDrain()
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if err != nil {
+		hs.Close()
+		err = fmt.Errorf("api: shutdown: %w", err)
+	}
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = fmt.Errorf("api: serve: %w", serr)
+	}
+	return err
+}
+
+// shuttingDown returns a context that ends when parent does or when the
+// server starts draining, for the requests that would otherwise hold a
+// connection open indefinitely.
+func (s *Server) shuttingDown(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(s.drain, cancel)
+	return ctx, func() { stop(); cancel() }
+}

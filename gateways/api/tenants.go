@@ -1,0 +1,163 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/core"
+)
+
+// Tenants and streams. Creating and deleting tenants is server-wide admin
+// (a tenant is the isolation unit, so making one is not a tenant's own
+// business); everything inside a tenant is checked on the tenant or the
+// stream.
+
+func (s *Server) createTenant(c *call) (op, error) {
+	var req createTenantRequest
+	if err := c.decodeJSON(&req); err != nil {
+		return op{}, err
+	}
+	return op{res: acl.Resource{}, run: func() error {
+		t, err := s.store.CreateTenant(c.r.Context(), req.Name, req.Metadata)
+		if err != nil {
+			return err
+		}
+		c.w.Header().Set("Location", "/v1/tenants/"+url.PathEscape(t.Name))
+		writeJSON(c.w, http.StatusCreated, toTenantJSON(t))
+		return nil
+	}}, nil
+}
+
+type tenantList struct {
+	Tenants []tenantJSON `json:"tenants"`
+}
+
+func (s *Server) listTenants(c *call) (op, error) {
+	return op{run: func() error {
+		all, err := s.store.ListTenants(c.r.Context())
+		if err != nil {
+			return err
+		}
+		out := tenantList{Tenants: []tenantJSON{}}
+		for _, t := range all {
+			if c.visible(t.Name) {
+				out.Tenants = append(out.Tenants, toTenantJSON(t))
+			}
+		}
+		writeJSON(c.w, http.StatusOK, out)
+		return nil
+	}}, nil
+}
+
+func (s *Server) getTenant(c *call) (op, error) {
+	name := c.r.PathValue("tenant")
+	return op{res: acl.Resource{Tenant: name}, run: func() error {
+		t, err := s.store.GetTenant(c.r.Context(), name)
+		if err != nil {
+			return err
+		}
+		writeJSON(c.w, http.StatusOK, toTenantJSON(t))
+		return nil
+	}}, nil
+}
+
+func (s *Server) deleteTenant(c *call) (op, error) {
+	name := c.r.PathValue("tenant")
+	return op{res: acl.Resource{}, run: func() error {
+		if err := s.store.DeleteTenant(c.r.Context(), name); err != nil {
+			return err
+		}
+		noContent(c.w)
+		return nil
+	}}, nil
+}
+
+func (s *Server) createStream(c *call) (op, error) {
+	tenant := c.r.PathValue("tenant")
+	var req createStreamRequest
+	if err := c.decodeJSON(&req); err != nil {
+		return op{}, err
+	}
+	enc := core.Encoding(req.Encoding)
+	if enc != "" && !enc.Valid() {
+		return op{}, badRequest("encoding %q: want %q or %q", req.Encoding, core.EncodingLines, core.EncodingFramed)
+	}
+	if req.Segments < 0 {
+		return op{}, badRequest("segments must not be negative (0 takes the server default)")
+	}
+	// The new stream's name and group are part of the resource, so that
+	// admin on a glob or group that will cover the stream allows creating
+	// it, while admin on some other stream does not.
+	res := acl.Resource{Tenant: tenant, Stream: req.Name, Group: req.Group}
+	return op{res: res, run: func() error {
+		st, err := s.store.CreateStream(c.r.Context(), tenant, req.Name, core.StreamConfig{
+			Encoding: enc, Segments: req.Segments, Metadata: req.Metadata, Group: req.Group,
+		})
+		if err != nil {
+			return err
+		}
+		c.w.Header().Set("Location", "/v1/tenants/"+url.PathEscape(tenant)+"/streams/"+url.PathEscape(st.Name))
+		writeJSON(c.w, http.StatusCreated, toStreamJSON(st))
+		return nil
+	}}, nil
+}
+
+type streamList struct {
+	Streams []streamJSON `json:"streams"`
+}
+
+// listStreams needs read on the tenant, which acl allows to anyone holding
+// a grant inside it, and then shows only the streams the caller may read.
+func (s *Server) listStreams(c *call) (op, error) {
+	tenant := c.r.PathValue("tenant")
+	return op{res: acl.Resource{Tenant: tenant}, run: func() error {
+		all, err := s.store.ListStreams(c.r.Context(), tenant)
+		if err != nil {
+			return err
+		}
+		out := streamList{Streams: []streamJSON{}}
+		for _, st := range all {
+			if c.covers(acl.Read, acl.Resource{Tenant: tenant, Stream: st.Name, Group: st.Config.Group}) {
+				out.Streams = append(out.Streams, toStreamJSON(st))
+			}
+		}
+		writeJSON(c.w, http.StatusOK, out)
+		return nil
+	}}, nil
+}
+
+// streamTarget looks the path's stream up so that the check can include its
+// group: a group grant must cover every operation on its streams. A failed
+// lookup is returned only after the check, so that callers without access
+// cannot probe which streams exist.
+func (s *Server) streamTarget(c *call) (core.Stream, acl.Resource, error) {
+	tenant, name := c.r.PathValue("tenant"), c.r.PathValue("stream")
+	st, err := s.store.GetStream(c.r.Context(), tenant, name)
+	return st, acl.Resource{Tenant: tenant, Stream: name, Group: st.Config.Group}, err
+}
+
+func (s *Server) getStream(c *call) (op, error) {
+	st, res, lookupErr := s.streamTarget(c)
+	return op{res: res, run: func() error {
+		if lookupErr != nil {
+			return lookupErr
+		}
+		writeJSON(c.w, http.StatusOK, toStreamJSON(st))
+		return nil
+	}}, nil
+}
+
+func (s *Server) deleteStream(c *call) (op, error) {
+	_, res, lookupErr := s.streamTarget(c)
+	return op{res: res, run: func() error {
+		if lookupErr != nil {
+			return lookupErr
+		}
+		if err := s.store.DeleteStream(c.r.Context(), res.Tenant, res.Stream); err != nil {
+			return err
+		}
+		noContent(c.w)
+		return nil
+	}}, nil
+}

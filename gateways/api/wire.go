@@ -1,0 +1,211 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/core"
+)
+
+// maxJSONBody bounds every JSON request body; none needs more than a few
+// kilobytes, so anything larger is a mistake or an attack.
+const maxJSONBody = 1 << 20
+
+// The JSON shapes of the API. They are defined here, not taken from core's
+// types, so that the wire format is owned by the API (and openapi.yaml)
+// and changes only on purpose.
+
+type tenantJSON struct {
+	Name     string            `json:"name"`
+	Created  time.Time         `json:"created"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+type streamConfigJSON struct {
+	Encoding string            `json:"encoding"`
+	Segments int               `json:"segments"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Group    string            `json:"group,omitempty"`
+}
+
+type segmentJSON struct {
+	ID          string `json:"id"`
+	KeyLow      uint32 `json:"key_low"`
+	KeyHigh     uint32 `json:"key_high"`
+	FirstOffset uint64 `json:"first_offset"`
+	NextOffset  uint64 `json:"next_offset"`
+	Bytes       int64  `json:"bytes"`
+}
+
+type streamJSON struct {
+	Tenant   string           `json:"tenant"`
+	Name     string           `json:"name"`
+	Config   streamConfigJSON `json:"config"`
+	Created  time.Time        `json:"created"`
+	Segments []segmentJSON    `json:"segments,omitempty"`
+}
+
+type appendJSON struct {
+	Segment     string `json:"segment"`
+	FirstOffset uint64 `json:"first_offset"`
+	Count       int    `json:"count"`
+	Duplicate   bool   `json:"duplicate"`
+}
+
+type tokenJSON struct {
+	acl.TokenInfo
+	// Token is the secret; it is returned once, when issued.
+	Token string `json:"token"`
+}
+
+type createTenantRequest struct {
+	Name     string            `json:"name"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+type createStreamRequest struct {
+	Name     string            `json:"name"`
+	Encoding string            `json:"encoding"`
+	Segments int               `json:"segments"`
+	Metadata map[string]string `json:"metadata"`
+	Group    string            `json:"group"`
+}
+
+type createPrincipalRequest struct {
+	Name string `json:"name"`
+}
+
+type issueTokenRequest struct {
+	Label string `json:"label"`
+	// TTL is a Go duration ("24h", "90m"); empty or "0" never expires.
+	TTL string `json:"ttl"`
+}
+
+type addGrantRequest struct {
+	Principal string `json:"principal"`
+	Action    string `json:"action"`
+	Resource  string `json:"resource"`
+}
+
+func toTenantJSON(t core.Tenant) tenantJSON {
+	return tenantJSON{Name: t.Name, Created: t.Created, Metadata: t.Metadata}
+}
+
+func toStreamJSON(st core.Stream) streamJSON {
+	out := streamJSON{
+		Tenant: st.Tenant,
+		Name:   st.Name,
+		Config: streamConfigJSON{
+			Encoding: string(st.Config.Encoding),
+			Segments: st.Config.Segments,
+			Metadata: st.Config.Metadata,
+			Group:    st.Config.Group,
+		},
+		Created: st.Created,
+	}
+	for _, sg := range st.Segments {
+		out.Segments = append(out.Segments, segmentJSON{
+			ID: sg.ID, KeyLow: sg.KeyLow, KeyHigh: sg.KeyHigh,
+			FirstOffset: sg.FirstOffset, NextOffset: sg.NextOffset, Bytes: sg.Bytes,
+		})
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only our own types are encoded; failing here is a bug.
+		panic(fmt.Sprintf("api: encode response: %v", err))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+func noContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
+
+// decodeJSON reads c's body into v: at most maxJSONBody bytes within the
+// read timeout, one JSON object, no unknown fields (a typo in a field name
+// must not silently create a stream with defaults).
+func (c *call) decodeJSON(v any) error {
+	release := c.bodyDeadline()
+	defer release()
+	body := http.MaxBytesReader(c.w, c.r.Body, maxJSONBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err != nil {
+			return jsonError(err)
+		}
+		return badRequest("request body holds more than one JSON value")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+		mbe *http.MaxBytesError
+	)
+	switch {
+	case errors.Is(err, io.EOF):
+		return badRequest("request body is empty; want a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("request body is truncated JSON")
+	case errors.As(err, &mbe):
+		return tooLarge("JSON request body is larger than %d bytes", mbe.Limit)
+	case errors.As(err, &syn):
+		return badRequest("malformed JSON at byte %d: %v", syn.Offset, syn)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return badRequest("request body must be a JSON object, not %s", typ.Value)
+		}
+		return badRequest("field %q: want %s, got JSON %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return badRequest("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	// Read errors (timeouts, a client that went away) keep their identity
+	// for the error map.
+	return fmt.Errorf("read request body: %w", err)
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "map", "struct":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// bodyDeadline bounds reading the request body by the read timeout and
+// returns a function that lifts the bound again. The bound must be lifted:
+// after the body, net/http keeps reading the connection in the background
+// to notice a client that goes away, and an expired deadline there would
+// cancel the request.
+func (c *call) bodyDeadline() func() {
+	rc := http.NewResponseController(c.w)
+	if rc.SetReadDeadline(time.Now().Add(c.s.cfg.ReadTimeout)) != nil {
+		return func() {}
+	}
+	return func() { rc.SetReadDeadline(time.Time{}) }
+}

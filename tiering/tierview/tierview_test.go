@@ -1,0 +1,178 @@
+package tierview
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/tiering"
+	"github.com/silt-io/silt/view"
+	"github.com/silt-io/silt/view/viewtest"
+)
+
+// newTiered builds a store with a few streams, lets a real Tierer tier
+// everything, and returns the view with the chunk files it must show.
+func newTiered(t *testing.T) (*View, viewtest.Fixture) {
+	dir := t.TempDir()
+	ccfg := core.DefaultConfig()
+	ccfg.Dir = dir + "/core"
+	ccfg.SegmentFileBytes = 4096
+	store, err := core.Open(ccfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cfg := tiering.DefaultConfig()
+	cfg.MaxChunkBytes, cfg.MaxBacklogBytes = 300, 1<<20
+	cfg.MaxLag, cfg.Interval = 100*time.Millisecond, 25*time.Millisecond
+	be, err := tiering.OpenBackend(cfg, ccfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	type streamDef struct {
+		tenant, name string
+		enc          core.Encoding
+		segments     int
+		events       int
+	}
+	defs := []streamDef{
+		{"acme", "clicks", core.EncodingLines, 3, 40},
+		{"acme", "bin", core.EncodingFramed, 1, 25},
+		{"acme", "idle", core.EncodingLines, 2, 0},
+		{"beta", "logs.v2", core.EncodingLines, 1, 5},
+	}
+	for _, tn := range []string{"acme", "beta", "empty-tenant"} {
+		if _, err := store.CreateTenant(ctx, tn, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string][]byte{} // segment dir → expected concatenated chunk bytes
+	var dirs []string
+	for _, d := range defs {
+		if _, err := store.CreateStream(ctx, d.tenant, d.name, core.StreamConfig{Encoding: d.enc, Segments: d.segments}); err != nil {
+			t.Fatal(err)
+		}
+		for seg := 0; seg < d.segments; seg++ {
+			sdir := fmt.Sprintf("/%s/%s/segment=%d", d.tenant, d.name, seg)
+			dirs = append(dirs, sdir)
+			for i := 0; i < d.events; i++ {
+				ev := []byte(fmt.Sprintf(`{"seg":%d,"i":%d,"pad":"%*s"}`, seg, i, i%13, ""))
+				if _, err := store.Append(ctx, core.AppendRequest{Tenant: d.tenant, Stream: d.name, Segment: fmt.Sprint(seg), Events: [][]byte{ev}}); err != nil {
+					t.Fatal(err)
+				}
+				want[sdir] = core.Encode(d.enc, want[sdir], ev)
+			}
+		}
+	}
+	tr, err := tiering.New(cfg, store, be, tiering.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, d := range defs {
+		for {
+			st, err := tr.Status(d.tenant, d.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := len(st.Segments) == d.segments
+			for _, s := range st.Segments {
+				done = done && s.TieredOffset == uint64(d.events)
+			}
+			if done {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s/%s not tiered: %+v", d.tenant, d.name, st)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	tr.Close()
+	fx := viewtest.Fixture{Files: map[string][]byte{}, Dirs: append(dirs, "/empty-tenant")}
+	for _, d := range defs {
+		for seg := 0; seg < d.segments; seg++ {
+			sdir := fmt.Sprintf("/%s/%s/segment=%d", d.tenant, d.name, seg)
+			rest := want[sdir]
+			err := tiering.ScanChunks(store.Catalog(), d.tenant, d.name, fmt.Sprint(seg), func(c tiering.ChunkRecord) error {
+				fx.Files[path.Join(sdir, c.Name)] = rest[:c.Size]
+				rest = rest[c.Size:]
+				return nil
+			})
+			if err != nil || len(rest) != 0 {
+				t.Fatalf("%s: %d bytes not in any chunk, %v", sdir, len(rest), err)
+			}
+		}
+	}
+	return New(store, be), fx
+}
+
+func TestConformance(t *testing.T) {
+	viewtest.RunViewSuite(t, func(t *testing.T) (view.View, viewtest.Fixture) { return newTiered(t) })
+}
+
+func TestLayoutAndManifest(t *testing.T) {
+	v, fx := newTiered(t)
+	ctx := context.Background()
+	tests := []struct {
+		dir  string
+		want []string
+	}{
+		{"/", []string{"acme", "beta", "empty-tenant"}},
+		{"/acme", []string{"bin", "clicks", "idle"}},
+		{"/acme/clicks", []string{"_manifest.json", "segment=0", "segment=1", "segment=2"}},
+		{"/acme/idle/segment=1", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.dir, func(t *testing.T) {
+			fis, err := v.ReadDir(ctx, tc.dir, "", 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, fi := range fis {
+				got = append(got, fi.Name)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("ReadDir(%s) = %v, want %v", tc.dir, got, tc.want)
+			}
+		})
+	}
+	f, err := v.Open(ctx, "/acme/clicks/_manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, f.Size())
+	f.ReadAt(data, 0)
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	chunks := 0
+	for _, s := range m.Segments {
+		next := uint64(0)
+		for _, c := range s.Chunks {
+			p := "/acme/clicks/" + s.Path + "/" + c.Name
+			fi, err := v.Stat(ctx, p)
+			if err != nil || fi.ETag != c.MD5 || fi.Size != c.Size || !fi.ModTime.Equal(c.Sealed) || c.FirstOffset != next {
+				t.Fatalf("manifest entry %+v vs Stat %+v, %v", c, fi, err)
+			}
+			if _, ok := fx.Files[p]; !ok {
+				t.Fatalf("manifest lists %s, not in the fixture", p)
+			}
+			next = c.LastOffset + 1
+			chunks++
+		}
+		if s.TieredOffset != 40 {
+			t.Fatalf("segment %s tiered to %d", s.Segment, s.TieredOffset)
+		}
+	}
+	if m.Encoding != core.EncodingLines || len(m.Segments) != 3 || chunks < 6 {
+		t.Fatalf("manifest %+v with %d chunks", m, chunks)
+	}
+}
