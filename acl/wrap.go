@@ -143,4 +143,7 @@ func (w *wrapped) ReadDir(ctx context.Context, dir, after string, limit int) ([]
 	}
 }
 
-var _ Lister = (*Store)(nil)
+var (
+	_ Lister = (*Store)(nil)
+	_ Lister = AllowAll{}
+)

@@ -176,3 +176,33 @@ func (c *Client) ListGrants(ctx context.Context, principal string) ([]Grant, err
 func (c *Client) RemoveGrant(ctx context.Context, id string) error {
 	return c.doJSON(ctx, del(pathOf("v1", "grants", id)), nil, nil)
 }
+
+// S3Key is an access key for the S3 head. SecretAccessKey is only set in
+// the answer to IssueS3Key.
+type S3Key struct {
+	AccessKeyID     string    `json:"access_key_id"`
+	SecretAccessKey string    `json:"secret_access_key,omitempty"`
+	Principal       string    `json:"principal"`
+	Created         time.Time `json:"created,omitzero"`
+}
+
+// IssueS3Key creates an S3 access key for principal.
+func (c *Client) IssueS3Key(ctx context.Context, principal string) (S3Key, error) {
+	var k S3Key
+	err := c.doJSON(ctx, create(pathOf("v1", "principals", principal, "s3-keys")), nil, &k)
+	return k, err
+}
+
+// ListS3Keys lists a principal's S3 access keys, without secrets.
+func (c *Client) ListS3Keys(ctx context.Context, principal string) ([]S3Key, error) {
+	var out struct {
+		Keys []S3Key `json:"keys"`
+	}
+	err := c.doJSON(ctx, get(pathOf("v1", "principals", principal, "s3-keys")), nil, &out)
+	return out.Keys, err
+}
+
+// RevokeS3Key deletes an S3 access key.
+func (c *Client) RevokeS3Key(ctx context.Context, accessKeyID string) error {
+	return c.doJSON(ctx, del(pathOf("v1", "s3-keys", accessKeyID)), nil, nil)
+}

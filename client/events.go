@@ -139,8 +139,10 @@ func (c *Client) Read(ctx context.Context, tenant, stream string, opts ReadOptio
 // events already given to fn are not given again.
 func (c *Client) Follow(ctx context.Context, tenant, stream, cursor string, fn func(Event) error) error {
 	// delivered holds, per segment, the offset after the last event given
-	// to fn: a reconnect resumes from the last cursor the server sent,
-	// which may be behind it.
+	// to fn. The last cursor the server sent may be behind it (the
+	// connection can break inside a batch); a reconnect resumes from that
+	// cursor advanced past what was delivered, so every event is given to
+	// fn once and a connection that keeps breaking still makes progress.
 	delivered := map[string]uint64{}
 	failures := 0
 	for {
@@ -172,7 +174,7 @@ type callbackError struct{ err error }
 func (e *callbackError) Error() string { return e.err.Error() }
 
 func (c *Client) followOnce(ctx context.Context, tenant, stream string, cursor *string, delivered map[string]uint64, fn func(Event) error) (progressed bool, err error) {
-	q := readQuery(ReadOptions{Cursor: *cursor})
+	q := readQuery(ReadOptions{Cursor: resumeCursor(*cursor, delivered)})
 	q.Set("follow", "true")
 	resp, err := c.do(ctx, request{
 		method: http.MethodGet,

@@ -70,7 +70,10 @@ func (f *Future) Wait(ctx context.Context) (Ack, error) {
 // sequence number, a segment has at most one batch in flight, and a batch
 // is retried with the same sequence number until it is acknowledged, so
 // the server stores it once however often the answer is lost. Order is
-// kept per routing key. It is safe for concurrent use.
+// kept per routing key. Transient failures (network errors, 502/503/504)
+// are retried until Close gives up; a batch the server refuses (400, 413,
+// 403, …) fails the futures of all its events. It is safe for concurrent
+// use.
 type Producer struct {
 	c              *Client
 	tenant, stream string

@@ -37,13 +37,17 @@ for s in socks: s.close()
 PY
 }
 
-# start_silt: starts silt in a new data dir; sets SILT_DATA, API, SILT_PID,
+# start_silt [FLAGS]: starts silt in a new data dir; sets SILT_DATA, API, S3, SILT_PID,
 # and exports SILT_SERVER / SILT_TOKEN for the CLI.
 start_silt() {
 	SILT_DATA=$(mktemp -d /tmp/silt-conf.XXXXXX)
-	read -r API_PORT <<<"$(free_ports 1)"
+	read -r API_PORT S3_PORT NFS_PORT HDFS_PORT <<<"$(free_ports 4)"
 	API="http://127.0.0.1:$API_PORT"
-	"$SILT_BIN" serve --core.dir "$SILT_DATA/data" --api.listen "127.0.0.1:$API_PORT" "$@" \
+	S3="http://127.0.0.1:$S3_PORT"
+	HDFS="http://127.0.0.1:$HDFS_PORT"
+	"$SILT_BIN" serve --core.dir "$SILT_DATA/data" --api.listen "127.0.0.1:$API_PORT" \
+		--s3.listen "127.0.0.1:$S3_PORT" --nfs.listen "127.0.0.1:$NFS_PORT" \
+		--webhdfs.listen "127.0.0.1:$HDFS_PORT" "$@" \
 		>"$SILT_DATA/silt.log" 2>&1 &
 	SILT_PID=$!
 	for _ in $(seq 1 100); do
@@ -81,6 +85,18 @@ need() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 || true
 	if ! command -v "$1" >/dev/null 2>&1; then
 		echo "cannot install $1 (package $2)"
+		return 1
+	fi
+}
+
+# need_pip CMD PKG: make sure CMD exists, installing PyPI package PKG if not.
+need_pip() {
+	command -v "$1" >/dev/null 2>&1 && return 0
+	echo "installing $2 (PyPI) for $1"
+	python3 -m pip install -q "$2" >/dev/null 2>&1 || true
+	hash -r
+	if ! command -v "$1" >/dev/null 2>&1; then
+		echo "cannot install $1 (PyPI package $2)"
 		return 1
 	fi
 }

@@ -1,8 +1,195 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/silt-io/silt/client"
 )
 
-// httpRuns is filled in with the SDK.
-func httpRuns(silt, dir string, dur time.Duration) ([]result, error) { return nil, nil }
+// server is a `silt serve` child process whose RSS is sampled.
+type server struct {
+	cmd   *exec.Cmd
+	url   string
+	token string
+
+	mu      sync.Mutex
+	peakRSS int64
+	stop    chan struct{}
+}
+
+func startServer(bin, dir string) (*server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	data := filepath.Join(dir, "http-server")
+	cmd := exec.Command(bin, "serve", "--core.dir", data, "--api.listen", addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s (run make build first): %w", bin, err)
+	}
+	s := &server{cmd: cmd, url: "http://" + addr, stop: make(chan struct{})}
+	for i := 0; i < 200; i++ {
+		if resp, err := http.Get(s.url + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				tok, err := os.ReadFile(filepath.Join(data, "root.token"))
+				if err != nil {
+					return nil, err
+				}
+				s.token = strings.TrimSpace(string(tok))
+				go s.sample()
+				return s, nil
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	return nil, fmt.Errorf("silt serve did not become ready")
+}
+
+// sample records the child's peak resident set size from /proc.
+func (s *server) sample() {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				s.mu.Lock()
+				s.peakRSS = max(s.peakRSS, kb<<10)
+				s.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (s *server) resetPeak() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.peakRSS
+	s.peakRSS = 0
+	return p
+}
+
+func (s *server) close() {
+	close(s.stop)
+	s.cmd.Process.Signal(os.Interrupt)
+	s.cmd.Wait()
+}
+
+// httpRuns measures appends over HTTP: synchronous single-event appends
+// with 1, 16 and 256 producers, then 256 batching SDK producers.
+func httpRuns(bin, dir string, dur time.Duration) ([]result, error) {
+	srv, err := startServer(bin, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.close()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
+	cl, err := client.New(srv.url, client.WithToken(srv.token), client.WithHTTPClient(hc))
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	if _, err := cl.CreateTenant(ctx, "bench", nil); err != nil {
+		return nil, err
+	}
+	ev := make([]byte, 1<<10)
+	for i := range ev {
+		ev[i] = 'a'
+	}
+	var rs []result
+	for _, n := range []int{1, 16, 256} {
+		name := fmt.Sprintf("sync%d", n)
+		if _, err := cl.CreateStream(ctx, "bench", client.StreamSpec{Name: name}); err != nil {
+			return nil, err
+		}
+		srv.resetPeak()
+		r := runProducers(fmt.Sprintf("silt HTTP, %d synchronous producers", n), n, dur, func(int) error {
+			_, err := cl.Append(ctx, "bench", name, [][]byte{ev}, client.AppendOptions{})
+			return err
+		}, len(ev))
+		r.rssBytes = srv.resetPeak()
+		rs = append(rs, r)
+	}
+
+	// 256 batching producers: each Send is one event; acknowledgements are
+	// awaited in bulk, as an application using the SDK would.
+	if _, err := cl.CreateStream(ctx, "bench", client.StreamSpec{Name: "batched", Segments: 4}); err != nil {
+		return nil, err
+	}
+	const producers = 256
+	var count atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	srv.resetPeak()
+	start := time.Now()
+	deadline := start.Add(dur)
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prod, err := cl.NewProducer("bench", "batched", client.ProducerOptions{MaxInflight: 256})
+			if err != nil {
+				firstErr.Store(err)
+				return
+			}
+			key := strconv.Itoa(p)
+			var futs []*client.Future
+			for time.Now().Before(deadline) {
+				f, err := prod.Send(ctx, key, ev)
+				if err != nil {
+					firstErr.Store(err)
+					return
+				}
+				futs = append(futs, f)
+				if len(futs) == 256 {
+					for _, f := range futs {
+						if _, err := f.Wait(ctx); err != nil {
+							firstErr.Store(err)
+							return
+						}
+						count.Add(1)
+					}
+					futs = futs[:0]
+				}
+			}
+			for _, f := range futs {
+				if _, err := f.Wait(ctx); err == nil {
+					count.Add(1)
+				}
+			}
+			prod.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok && err != nil {
+		return nil, fmt.Errorf("batched producers: %w", err)
+	}
+	el := time.Since(start)
+	rs = append(rs, result{name: "silt HTTP, 256 batching SDK producers", events: count.Load(), bytes: count.Load() * int64(len(ev)), elapsed: el, rssBytes: srv.resetPeak()})
+	return rs, nil
+}

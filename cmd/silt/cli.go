@@ -162,6 +162,8 @@ func runClient(verb string, args []string, stdin io.Reader, stdout, stderr io.Wr
 		err = runGrant(verb, args, stdin, stdout, stderr)
 	case "whoami":
 		err = runWhoami(args, stdin, stdout, stderr)
+	case "s3-key":
+		err = runS3Key(args, stdin, stdout, stderr)
 	default:
 		return usageError{fmt.Errorf("unknown verb %q (see silt help)", verb)}
 	}

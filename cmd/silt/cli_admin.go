@@ -399,3 +399,65 @@ func runWhoami(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, strings.TrimSpace(who))
 	return nil
 }
+
+func runS3Key(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	ctx := context.Background()
+	return sub("s3-key", args, map[string]func([]string) error{
+		"create": func(args []string) error {
+			c := newCLI("s3-key create", "s3-key create PRINCIPAL", stdin, stdout, stderr)
+			rest, err := c.parse(args, 1, 1)
+			if err != nil {
+				return err
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			k, err := cl.IssueS3Key(ctx, rest[0])
+			if err != nil {
+				return err
+			}
+			return c.print(k, func(w io.Writer) {
+				fmt.Fprintf(w, "access_key_id\t%s\nsecret_access_key\t%s\n", k.AccessKeyID, k.SecretAccessKey)
+				fmt.Fprintf(stderr, "S3 key for %s — the secret is shown only once; use it with e.g.\n  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=… aws --endpoint-url http://127.0.0.1:9000 s3 ls\n", k.Principal, k.AccessKeyID)
+			})
+		},
+		"list": func(args []string) error {
+			c := newCLI("s3-key list", "s3-key list PRINCIPAL", stdin, stdout, stderr)
+			rest, err := c.parse(args, 1, 1)
+			if err != nil {
+				return err
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			ks, err := cl.ListS3Keys(ctx, rest[0])
+			if err != nil {
+				return err
+			}
+			return c.print(ks, func(w io.Writer) {
+				fmt.Fprintln(w, "ACCESS KEY ID\tPRINCIPAL\tCREATED")
+				for _, k := range ks {
+					fmt.Fprintf(w, "%s\t%s\t%s\n", k.AccessKeyID, k.Principal, fmtTime(k.Created))
+				}
+			})
+		},
+		"revoke": func(args []string) error {
+			c := newCLI("s3-key revoke", "s3-key revoke ACCESS_KEY_ID", stdin, stdout, stderr)
+			rest, err := c.parse(args, 1, 1)
+			if err != nil {
+				return err
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			if err := cl.RevokeS3Key(ctx, rest[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "revoked S3 key %s\n", rest[0])
+			return nil
+		},
+	})
+}

@@ -319,7 +319,13 @@ func runRead(args []string, stdin io.Reader, stdout, stderr io.Writer, follow bo
 			}
 		}
 		printed += len(b.Events)
-		if b.NextCursor != "" {
+		switch {
+		case opts.Segment != "" && len(b.Events) > 0:
+			// A cursor names only the segments it has seen and reads the
+			// others from their start, so a one-segment read goes on by
+			// offset instead.
+			opts.From = b.Events[len(b.Events)-1].Offset + 1
+		case opts.Segment == "" && b.NextCursor != "":
 			opts = client.ReadOptions{Cursor: b.NextCursor}
 		}
 		if len(b.Events) == 0 || (*max > 0 && printed >= *max) {

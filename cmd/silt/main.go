@@ -20,6 +20,7 @@ Usage:
   silt tail TENANT/STREAM [flags]             follow new events
   silt principal create|list|delete ...       manage principals
   silt token create|list|revoke ...           manage a principal's API tokens
+  silt s3-key create|list|revoke ...          manage a principal's S3 access keys
   silt grant PRINCIPAL ACTION RESOURCE        allow read|append|admin on a resource
   silt revoke GRANT_ID                        remove a grant
   silt grants [PRINCIPAL]                     list grants

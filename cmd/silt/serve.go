@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -20,16 +21,23 @@ import (
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/gateways/api"
+	"github.com/silt-io/silt/gateways/nfs"
+	"github.com/silt-io/silt/gateways/s3"
+	"github.com/silt-io/silt/gateways/webhdfs"
 	"github.com/silt-io/silt/internal/config"
 	"github.com/silt-io/silt/internal/logging"
 	"github.com/silt-io/silt/internal/tlsconf"
 	"github.com/silt-io/silt/tiering"
+	"github.com/silt-io/silt/tiering/tierview"
 )
 
 // serveConfig is the whole server configuration: one section per package.
 type serveConfig struct {
 	Core core.Config    `koanf:"core"`
 	API  api.Config     `koanf:"api"`
+	S3   s3.Config      `koanf:"s3"`
+	NFS  nfs.Config     `koanf:"nfs"`
+	HDFS webhdfs.Config `koanf:"webhdfs"`
 	Tier tiering.Config `koanf:"tiering"`
 	Auth authConfig     `koanf:"auth"`
 	TLS  tlsconf.Config `koanf:"tls"`
@@ -47,6 +55,9 @@ func defaultServeConfig() serveConfig {
 		Core: core.DefaultConfig(),
 		API:  api.DefaultConfig(),
 		Tier: tiering.DefaultConfig(),
+		S3:   s3.DefaultConfig(),
+		NFS:  nfs.DefaultConfig(),
+		HDFS: webhdfs.DefaultConfig(),
 		Auth: authConfig{RootPrincipal: "root"},
 		TLS:  tlsconf.DefaultConfig(),
 		Log:  logging.DefaultConfig(),
@@ -54,14 +65,16 @@ func defaultServeConfig() serveConfig {
 }
 
 func (c serveConfig) Validate() error {
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.TLS.Validate(), c.Log.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate())
 }
 
 const serveUsage = `Usage: silt serve [flags]
 
-Runs the silt server: the segment engine and the native HTTP API.
+Runs the silt server: the segment engine, tiering, the native HTTP API\nand the read-only S3, NFSv3 and WebHDFS heads.
 With no flags it uses embedded defaults: data in ./silt-data, API on
-http://127.0.0.1:7070, JSON logs on stderr. On first start it creates the
+http://127.0.0.1:7070, S3 on http://127.0.0.1:9000, NFSv3 (+MOUNT) on 127.0.0.1:20490,
+WebHDFS on http://127.0.0.1:9870/webhdfs/v1, tier 2 in
+./silt-data/tier2, JSON logs on stderr. On first start it creates the
 principal "root" with admin rights and writes its token to
 ./silt-data/root.token (the CLI picks it up from there).
 
@@ -170,16 +183,77 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.API.Listen)
+	authz := acl.Authorizer(acls)
+	if cfg.Auth.InsecureDev {
+		authz = acl.AllowAll{}
+	}
+	tv := tierview.New(store, backend)
+	s3srv, err := s3.New(cfg.S3, tv, acls, authz, log.Named("s3"))
+	if err != nil {
+		return err
+	}
+	// NFS file handles are HMAC-protected with a key kept in the data dir,
+	// so handles stay valid across restarts.
+	handleKey, err := loadOrCreateKey(filepath.Join(cfg.Core.Dir, "keys", "nfs-handle.key"))
+	if err != nil {
+		return fmt.Errorf("nfs handle key: %w", err)
+	}
+	nfssrv, err := nfs.New(cfg.NFS, tv, authz, handleKey, log.Named("nfs"))
+	if err != nil {
+		return err
+	}
+	// WebHDFS OPEN redirects carry URLs signed with this key.
+	signKey, err := loadOrCreateKey(filepath.Join(cfg.Core.Dir, "keys", "webhdfs-signing.key"))
+	if err != nil {
+		return fmt.Errorf("webhdfs signing key: %w", err)
+	}
+	hdfssrv, err := webhdfs.New(cfg.HDFS, tv, acls.Authenticate, authz, signKey, log.Named("webhdfs"))
+	if err != nil {
+		return err
+	}
+	apiLn, err := net.Listen("tcp", cfg.API.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (api.listen): %w", cfg.API.Listen, err)
+	}
+	s3Ln, err := net.Listen("tcp", cfg.S3.Listen)
+	if err != nil {
+		apiLn.Close()
+		return fmt.Errorf("listen on %s (s3.listen): %w", cfg.S3.Listen, err)
+	}
+	nfsLn, err := net.Listen("tcp", cfg.NFS.Listen)
+	if err != nil {
+		apiLn.Close()
+		s3Ln.Close()
+		return fmt.Errorf("listen on %s (nfs.listen): %w", cfg.NFS.Listen, err)
+	}
+	hdfsLn, err := net.Listen("tcp", cfg.HDFS.Listen)
+	if err != nil {
+		apiLn.Close()
+		s3Ln.Close()
+		nfsLn.Close()
+		return fmt.Errorf("listen on %s (webhdfs.listen): %w", cfg.HDFS.Listen, err)
 	}
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"
 	}
-	log.Info("silt serving", zap.String("api", scheme+"://"+ln.Addr().String()), zap.String("data_dir", cfg.Core.Dir))
-	err = srv.Serve(ctx, ln, tlsCfg)
+	log.Info("silt serving",
+		zap.String("api", scheme+"://"+apiLn.Addr().String()),
+		zap.String("s3", scheme+"://"+s3Ln.Addr().String()),
+		zap.String("nfs", nfsLn.Addr().String()),
+		zap.String("webhdfs", scheme+"://"+hdfsLn.Addr().String()),
+		zap.String("data_dir", cfg.Core.Dir))
+	// Both heads stop when ctx ends; if one fails, the other is stopped too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 4)
+	go func() { errs <- srv.Serve(ctx, apiLn, tlsCfg) }()
+	go func() { errs <- s3srv.Serve(ctx, s3Ln, tlsCfg) }()
+	go func() { errs <- nfssrv.Serve(ctx, nfsLn) }()
+	go func() { errs <- hdfssrv.Serve(ctx, hdfsLn, tlsCfg) }()
+	err = <-errs
+	cancel()
+	err = errors.Join(err, <-errs, <-errs, <-errs)
 	log.Info("silt stopped")
 	return err
 }
@@ -245,4 +319,28 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// loadOrCreateKey returns the 32-byte key in path, creating it (0600,
+// atomically) on first use.
+func loadOrCreateKey(path string) ([]byte, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if len(b) != 32 {
+			return nil, fmt.Errorf("%s holds %d bytes, want 32: restore it from a backup or delete it (existing handles then go stale)", path, len(b))
+		}
+		return b, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(path, key, 0o600); err != nil {
+		return nil, err
+	}
+	return key, nil
 }

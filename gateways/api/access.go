@@ -87,8 +87,9 @@ func (s *Server) deletePrincipal(c *call) (op, error) {
 
 func (s *Server) issueToken(c *call) (op, error) {
 	name := c.r.PathValue("principal")
+	// The body is optional: a token without label or expiry needs none.
 	var req issueTokenRequest
-	if err := c.decodeJSON(&req); err != nil {
+	if err := c.decodeJSON(&req); err != nil && err != errEmptyJSON {
 		return op{}, err
 	}
 	var ttl time.Duration

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/silt-io/silt/acl"
 )
 
@@ -282,6 +281,12 @@ func TestAccessManagement(t *testing.T) {
 		t.Fatalf("token %+v", tok)
 	}
 	e.must(http.StatusBadRequest, req{method: "POST", path: "/v1/principals/alice/tokens", body: []byte(`{"ttl":"1 day"}`)})
+	var forever tokenJSON
+	e.must(http.StatusCreated, req{method: "POST", path: "/v1/principals/alice/tokens"}).json(t, &forever)
+	if forever.Token == "" || !forever.Expires.IsZero() {
+		t.Fatalf("token without a body: %+v", forever)
+	}
+	e.must(http.StatusNoContent, req{method: "DELETE", path: "/v1/principals/alice/tokens/" + forever.ID})
 	var who whoamiJSON
 	e.must(http.StatusOK, req{method: "GET", path: "/v1/whoami", token: tok.Token}).json(t, &who)
 	if who.Principal != "alice" {
@@ -329,7 +334,9 @@ func TestNoAdminStore(t *testing.T) {
 
 func TestInternalErrorIsGeneric(t *testing.T) {
 	e := newEnv(t, envOptions{auth: func(a *Auth) {
-		a.Authn = func(string) (acl.Principal, error) { return acl.Principal{}, errors.New("disk on fire at /secret/path") }
+		a.Authn = func(string) (acl.Principal, error) {
+			return acl.Principal{}, errors.New("disk on fire at /secret/path")
+		}
 	}})
 	rep := e.do(req{method: "GET", path: "/v1/whoami", token: "whatever"})
 	if rep.status != http.StatusInternalServerError || strings.Contains(string(rep.body), "secret") {

@@ -18,7 +18,8 @@ type bodyFormat int
 
 const (
 	// bodyWhole: any other Content-Type; the whole body is one event, so
-	// that `curl --data-binary @event.json` appends exactly that file.
+	// that `curl --data-binary @event.json` appends exactly that file (for
+	// a lines stream, without the file's final '\n').
 	bodyWhole bodyFormat = iota
 	// bodyNDJSON: each '\n'-terminated line is one event, without its
 	// '\n'; a last line without '\n' counts too. Empty lines are refused:

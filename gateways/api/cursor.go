@@ -11,11 +11,14 @@ import (
 )
 
 // A cursor is where a read of a whole stream continues: the next offset of
-// every segment. On the wire it is opaque to clients: unpadded base64url of
+// every segment. On the wire it is unpadded base64url of
 // "<segment>:<offset>,<segment>:<offset>,…" with segment ids sorted and
-// query-escaped (so that no id can contain the separators). Segments a
-// cursor does not name are read from their beginning, so a cursor stays
-// valid when a stream gains segments.
+// query-escaped (so that no id can contain the separators). The format is
+// documented (docs/api.md) rather than opaque so that a client can resume
+// exactly after the last event it processed, even when its connection
+// broke before the server's next cursor arrived. Segments a cursor does
+// not name are read from their beginning, so a cursor stays valid when a
+// stream gains segments.
 type position struct {
 	segment string
 	next    uint64

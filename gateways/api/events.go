@@ -16,7 +16,7 @@ const (
 )
 
 func (s *Server) appendEvents(c *call) (op, error) {
-	_, res, lookupErr := s.streamTarget(c)
+	st, res, lookupErr := s.streamTarget(c)
 	q := c.r.URL.Query()
 	req := core.AppendRequest{
 		Tenant:     res.Tenant,
@@ -56,6 +56,15 @@ func (s *Server) appendEvents(c *call) (op, error) {
 			return err
 		}
 		defer release()
+		if format == bodyWhole && st.Config.Encoding == core.EncodingLines {
+			// A lines event cannot hold '\n', so one at the very end can
+			// only be the line's terminator (a file saved by an editor,
+			// echo's output): appending "x\n" stores the line "x", and a
+			// raw read gives back exactly the bytes sent.
+			if ev := events[0]; len(ev) > 1 && ev[len(ev)-1] == '\n' {
+				events[0] = ev[:len(ev)-1]
+			}
+		}
 		req.Events = events
 		ack, err := s.store.Append(c.r.Context(), req)
 		if err != nil {

@@ -32,6 +32,8 @@ func TestAppendBodies(t *testing.T) {
 		"whole octet-stream":    {"bin", "application/octet-stream", []byte("one\nevent"), []string{"one\nevent"}},
 		"whole json":            {"logs", "application/json", []byte(`{"a":1}`), []string{`{"a":1}`}},
 		"whole, no type":        {"logs", "", []byte("plain"), []string{"plain"}},
+		"whole line, newline":   {"logs", "text/plain", []byte("{\"a\":1}\n"), []string{`{"a":1}`}},
+		"whole framed, newline": {"bin", "text/plain", []byte("kept\n"), []string{"kept\n"}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -72,6 +74,8 @@ func TestAppendRefusals(t *testing.T) {
 		says string // part of the message
 	}{
 		"newline in lines event": {req{contentType: "text/plain", body: []byte("a\nb")}, 400, "invalid_argument", "newline"},
+		"two final newlines":     {req{contentType: "text/plain", body: []byte("a\n\n")}, 400, "invalid_argument", "newline"},
+		"only a newline, whole":  {req{contentType: "text/plain", body: []byte("\n")}, 400, "invalid_argument", "newline"},
 		"empty ndjson line":      {req{contentType: contentNDJSON, body: []byte("a\n\nb\n")}, 400, "invalid_argument", "line 2 is empty"},
 		"only a newline":         {req{contentType: contentNDJSON, body: []byte("\n")}, 400, "invalid_argument", "empty"},
 		"truncated frame":        {req{contentType: contentFramed, body: framed("abc")[:5]}, 400, "invalid_argument", "frame 1"},
@@ -574,5 +578,40 @@ func TestServeDrainsLongPolls(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
 		t.Fatal("listener still open after Serve returned")
+	}
+}
+
+func TestClosedStore(t *testing.T) {
+	e := newEnv(t)
+	e.mkStream("acme", "logs", "lines", 1)
+	e.store.Close()
+	for _, r := range []req{
+		{method: "GET", path: "/readyz"},
+		{method: "POST", path: eventsPath("acme", "logs"), token: e.root, body: []byte("x")},
+	} {
+		rep := e.do(r)
+		if rep.status != http.StatusServiceUnavailable || rep.errCode(t) != "shutting_down" || rep.header.Get("Retry-After") == "" {
+			t.Fatalf("%s %s on a closed store: %d %s", r.method, r.path, rep.status, rep.body)
+		}
+	}
+}
+
+func TestBodyReadTimeout(t *testing.T) {
+	e := newEnv(t, envOptions{api: func(c *Config) { c.ReadTimeout = 100 * time.Millisecond }})
+	e.mkStream("acme", "logs", "lines", 1)
+	stuck := &slowBody{release: make(chan struct{})}
+	defer close(stuck.release)
+	hr, _ := http.NewRequest("POST", e.ts.URL+eventsPath("acme", "logs"), stuck)
+	hr.Header.Set("Authorization", "Bearer "+e.root)
+	resp, err := e.ts.Client().Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("stalled body: %d", resp.StatusCode)
+	}
+	if e.srv.budget.used.Load() != 0 {
+		t.Fatal("a timed-out append kept its budget")
 	}
 }

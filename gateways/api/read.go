@@ -225,8 +225,15 @@ func (s *Server) follow(c *call, st core.Stream, p readParams) error {
 		}
 		return rc.Flush()
 	}
-	// Send the headers now: the client learns that the follow started
-	// even if the stream stays quiet.
+	// The deadline belongs to the connection; do not leave it to a later
+	// request on it.
+	defer rc.SetWriteDeadline(time.Time{})
+	// Send the headers now, and for ndjson the resolved start as a cursor:
+	// the client learns that the follow started even if the stream stays
+	// quiet, and has a concrete resume point (not "end") from the start.
+	if !p.raw {
+		ew.cursor(encodeCursor(rd.pos))
+	}
 	if flush() != nil {
 		return nil
 	}

@@ -155,6 +155,10 @@ func (c *call) decodeJSON(v any) error {
 	return nil
 }
 
+// errEmptyJSON is returned for an empty JSON body, so that routes whose
+// body is optional can tell it apart.
+var errEmptyJSON = badRequest("request body is empty; want a JSON object")
+
 func jsonError(err error) error {
 	var (
 		syn *json.SyntaxError
@@ -163,7 +167,7 @@ func jsonError(err error) error {
 	)
 	switch {
 	case errors.Is(err, io.EOF):
-		return badRequest("request body is empty; want a JSON object")
+		return errEmptyJSON
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("request body is truncated JSON")
 	case errors.As(err, &mbe):

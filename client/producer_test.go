@@ -1,0 +1,259 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/silt-io/silt/core"
+)
+
+func TestKeyHashMatchesServer(t *testing.T) {
+	for i := range 10000 {
+		k := "key-" + strconv.Itoa(i*7919)
+		if KeyHash(k) != core.KeyHash(k) {
+			t.Fatalf("KeyHash(%q) = %#x, core says %#x", k, KeyHash(k), core.KeyHash(k))
+		}
+	}
+	for _, k := range []string{"", "a", "é", "\x00\xff", strings.Repeat("long", 1000)} {
+		if KeyHash(k) != core.KeyHash(k) {
+			t.Fatalf("KeyHash(%q) differs from core", k)
+		}
+	}
+	// Routing by the reported key ranges picks the server's segment.
+	s := newServer(t)
+	c := s.client(t)
+	ctx := t.Context()
+	c.CreateTenant(ctx, "acme", nil)
+	st, err := c.CreateStream(ctx, "acme", StreamSpec{Name: "logs", Segments: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		k := fmt.Sprintf("user-%d", i)
+		res, err := c.Append(ctx, "acme", "logs", [][]byte{[]byte(k)}, AppendOptions{Key: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Segments[segmentFor(st.Segments, KeyHash(k))].ID; got != res.Segment {
+			t.Fatalf("key %q: client routes to segment %s, server stored in %s", k, got, res.Segment)
+		}
+	}
+}
+
+// TestProducerExactlyOnce sends through a transport that loses a third of
+// the append answers after the server has stored the batch. Every event
+// must be stored exactly once, in order per key, and every future must
+// name where its event is.
+func TestProducerExactlyOnce(t *testing.T) {
+	s := newServer(t)
+	setup := s.client(t)
+	ctx := t.Context()
+	setup.CreateTenant(ctx, "acme", nil)
+	if _, err := setup.CreateStream(ctx, "acme", StreamSpec{Name: "logs", Segments: 4}); err != nil {
+		t.Fatal(err)
+	}
+	drop := newDropAckTransport(http.DefaultTransport, 0.3, isAppend)
+	c := s.client(t, WithHTTPClient(&http.Client{Transport: drop}), WithRetry(2, time.Millisecond, 5*time.Millisecond))
+	p, err := c.NewProducer("acme", "logs", ProducerOptions{MaxBatchEvents: 25, Linger: 2 * time.Millisecond, MaxInflight: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		keys    = 12
+		perKey  = 150
+		unkeyed = 300
+		total   = keys*perKey + unkeyed
+	)
+	var (
+		mu   sync.Mutex
+		sent = map[string]*Future{}
+		wg   sync.WaitGroup
+	)
+	send := func(key, ev string) {
+		f, err := p.Send(ctx, key, []byte(ev))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		sent[ev] = f
+		mu.Unlock()
+	}
+	for k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perKey {
+				send(fmt.Sprintf("k%02d", k), fmt.Sprintf("k%02d:%04d", k, i))
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range unkeyed {
+			send("", fmt.Sprintf("u:%04d", i))
+		}
+	}()
+	wg.Wait()
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := p.Send(ctx, "", []byte("late")); !errors.Is(err, ErrProducerClosed) {
+		t.Fatalf("Send after Close: %v", err)
+	}
+	if drop.dropped.Load() == 0 {
+		t.Fatal("no answer was dropped; the test proves nothing")
+	}
+	t.Logf("%d append answers dropped", drop.dropped.Load())
+
+	// Everything stored, by segment and offset.
+	type at struct {
+		seg string
+		off uint64
+	}
+	stored := map[at]string{}
+	count := map[string]int{}
+	lastOfKey := map[string]at{}
+	cursor := ""
+	for {
+		b, err := setup.Read(ctx, "acme", "logs", ReadOptions{Cursor: cursor, Max: 10000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range b.Events {
+			d := string(ev.Data)
+			stored[at{ev.Segment, ev.Offset}] = d
+			count[d]++
+			key, _, _ := strings.Cut(d, ":")
+			if key == "u" {
+				continue
+			}
+			if prev, ok := lastOfKey[key]; ok && (prev.seg != ev.Segment || prev.off >= ev.Offset) {
+				t.Fatalf("key %s: %s at %v after %v", key, d, at{ev.Segment, ev.Offset}, prev)
+			}
+			lastOfKey[key] = at{ev.Segment, ev.Offset}
+		}
+		cursor = b.NextCursor
+		if len(b.Events) == 0 {
+			break
+		}
+	}
+	if len(stored) != total || len(sent) != total {
+		t.Fatalf("stored %d events, sent %d, want %d", len(stored), len(sent), total)
+	}
+	for d, n := range count {
+		if n != 1 {
+			t.Fatalf("%s stored %d times", d, n)
+		}
+	}
+	unkeyedSegments := map[string]bool{}
+	for ev, f := range sent {
+		ack, err := f.Wait(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", ev, err)
+		}
+		if got := stored[at{ack.Segment, ack.Offset}]; got != ev {
+			t.Fatalf("future of %s says %v, which holds %q", ev, ack, got)
+		}
+		if strings.HasPrefix(ev, "u:") {
+			unkeyedSegments[ack.Segment] = true
+		}
+	}
+	if len(unkeyedSegments) < 2 {
+		t.Fatalf("unkeyed events all went to %v", unkeyedSegments)
+	}
+}
+
+func TestProducerFailures(t *testing.T) {
+	s := newServer(t)
+	c := s.client(t)
+	ctx := t.Context()
+	if _, err := c.NewProducer("acme", "logs", ProducerOptions{Linger: -1}); err == nil {
+		t.Fatal("negative linger accepted")
+	}
+	p, _ := c.NewProducer("acme", "nosuch", ProducerOptions{})
+	if _, err := p.Send(ctx, "k", []byte("x")); !IsNotFound(err) {
+		t.Fatalf("Send to a missing stream: %v", err)
+	}
+	p.Close(ctx)
+
+	c.CreateTenant(ctx, "acme", nil)
+	c.CreateStream(ctx, "acme", StreamSpec{Name: "logs", Segments: 2})
+	p, _ = c.NewProducer("acme", "logs", ProducerOptions{WriterID: "fixed"})
+	if p.WriterID() != "fixed" {
+		t.Fatalf("writer id %q", p.WriterID())
+	}
+	bad, _ := p.Send(ctx, "k", []byte("has\nnewline"))
+	good, _ := p.Send(ctx, "other", []byte("fine"))
+	if err := p.Flush(ctx); !IsInvalid(err) {
+		t.Fatalf("Flush after a refused batch: %v", err)
+	}
+	if _, err := bad.Wait(ctx); !IsInvalid(err) {
+		t.Fatalf("refused event: %v", err)
+	}
+	if ack, err := good.Wait(ctx); err != nil && !IsInvalid(err) {
+		t.Fatalf("other event: %v %v", ack, err)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("second Flush reports the old failure again: %v", err)
+	}
+	p.Close(ctx)
+
+	// A restarted producer with the same writer id is not mistaken for a
+	// retry of its earlier run.
+	p2, _ := c.NewProducer("acme", "logs", ProducerOptions{WriterID: "fixed"})
+	f, _ := p2.Send(ctx, "k", []byte("after restart"))
+	if err := p2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := f.Wait(ctx); err != nil {
+		t.Fatalf("restarted writer: %v %v", ack, err)
+	}
+}
+
+func TestProducerCloseAbandons(t *testing.T) {
+	// A server that never answers appends: Close must give up when its
+	// context ends and fail the futures.
+	block := make(chan struct{})
+	s := newServer(t, serverOptions{wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if isAppend(r) {
+				select {
+				case <-block:
+				case <-r.Context().Done():
+				}
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	defer close(block)
+	c := s.client(t)
+	ctx := t.Context()
+	c.CreateTenant(ctx, "acme", nil)
+	c.CreateStream(ctx, "acme", StreamSpec{Name: "logs"})
+	p, _ := c.NewProducer("acme", "logs", ProducerOptions{})
+	f, err := p.Send(ctx, "", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := p.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := f.Wait(ctx); !errors.Is(err, ErrProducerClosed) {
+		t.Fatalf("abandoned event: %v", err)
+	}
+}

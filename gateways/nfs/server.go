@@ -1,0 +1,315 @@
+// Package nfs is silt's NFSv3 head: it serves the tiered view read-only
+// through github.com/willscott/go-nfs, with NFS and MOUNT on one TCP port.
+//
+// Clients are not authenticated: AUTH_SYS credentials are whatever the
+// client claims. Instead every export is bound to an acl principal and an
+// allow list of client networks; MNT picks the export, checks the client
+// address and hands out a file system that sees the view through
+// acl.Wrap for that principal, so this package decides no access itself.
+// Connections from addresses no export allows are closed on accept.
+//
+// File handles are stateless (see internal/fh): they name the export and
+// the path and are MACed with the handle key, so they stay valid across
+// restarts with the same key and are rejected with another.
+package nfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path"
+	"strings"
+	"sync"
+
+	billy "github.com/go-git/go-billy/v5"
+	gonfs "github.com/willscott/go-nfs"
+	"go.uber.org/zap"
+
+	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/gateways/nfs/internal/fh"
+	"github.com/silt-io/silt/view"
+)
+
+// Server is the NFSv3 head.
+type Server struct {
+	cfg     Config
+	exports []Export
+	fss     []*viewFS // per export, rooted at the export path
+	codec   *fh.Codec
+	log     *zap.Logger
+}
+
+// New builds a Server over v. authz decides what each export's principal
+// may read; handleKey (at least 16 bytes, kept stable across restarts)
+// authenticates file handles.
+func New(cfg Config, v view.View, authz acl.Authorizer, handleKey []byte, log *zap.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if v == nil || authz == nil {
+		return nil, errors.New("nfs: new: view and authorizer are required")
+	}
+	codec, err := fh.New(handleKey)
+	if err != nil {
+		return nil, fmt.Errorf("nfs: new: %w", err)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	exports, _ := cfg.parseExports() // Validate parsed them already
+	s := &Server{cfg: cfg, exports: exports, codec: codec, log: log}
+	for i, e := range exports {
+		s.fss = append(s.fss, &viewFS{
+			ctx:    context.Background(),
+			v:      acl.Wrap(v, authz, acl.Principal{Name: e.Principal}),
+			exp:    i,
+			root:   e.Path,
+			encode: func(full []string) ([]byte, error) { return codec.Encode(i, e.id(), full) },
+			log:    log,
+		})
+	}
+	return s, nil
+}
+
+// Serve serves on ln until ctx is cancelled, which closes the listener
+// and every open connection.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	tl := &trackingListener{Listener: ln, s: s, conns: map[*trackedConn]struct{}{}}
+	stopped := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-ctx.Done():
+		case <-stopped:
+		}
+		tl.shutdown()
+	}()
+	srv := &gonfs.Server{Handler: (*handler)(s), Context: ctx}
+	err := srv.Serve(tl)
+	close(stopped)
+	<-done
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("nfs: serve: %w", err)
+}
+
+// allowedAnywhere reports whether some export allows addr; others are
+// refused at accept so that a leaked handle is useless off-network.
+func (s *Server) allowedAnywhere(addr netip.Addr) bool {
+	for _, e := range s.exports {
+		if e.allows(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+func remoteAddr(c net.Conn) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return ap.Addr().Unmap(), true
+}
+
+// trackingListener filters connections by address and remembers them so
+// that shutdown can close them: go-nfs itself never closes a connection
+// when its context ends.
+type trackingListener struct {
+	net.Listener
+	s *Server
+
+	mu struct {
+		sync.Mutex
+		closed bool
+	}
+	conns map[*trackedConn]struct{} // guarded by mu
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if addr, ok := remoteAddr(c); !ok || !l.s.allowedAnywhere(addr) {
+			l.s.log.Warn("nfs connection refused: address not in any export's allow list",
+				zap.String("remote", c.RemoteAddr().String()))
+			c.Close()
+			continue
+		}
+		tc := &trackedConn{Conn: c, l: l}
+		l.mu.Lock()
+		if l.mu.closed {
+			l.mu.Unlock()
+			c.Close()
+			return nil, net.ErrClosed
+		}
+		l.conns[tc] = struct{}{}
+		l.mu.Unlock()
+		return tc, nil
+	}
+}
+
+func (l *trackingListener) shutdown() {
+	l.Listener.Close()
+	l.mu.Lock()
+	l.mu.closed = true
+	conns := l.conns
+	l.conns = map[*trackedConn]struct{}{}
+	l.mu.Unlock()
+	for c := range conns {
+		c.Conn.Close()
+	}
+}
+
+// trackedConn closes itself on a read error: go-nfs returns from its
+// connection loop on non-EOF errors without closing the socket.
+type trackedConn struct {
+	net.Conn
+	l    *trackingListener
+	once sync.Once
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.Close()
+	}
+	return n, err
+}
+
+func (c *trackedConn) Close() error {
+	var err error
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+		err = c.Conn.Close()
+	})
+	return err
+}
+
+// handler is the go-nfs Handler of a Server.
+type handler Server
+
+var _ gonfs.Handler = (*handler)(nil)
+
+// Mount resolves a MNT path: the longest export that contains the path
+// and allows the client wins, and the mounted subtree must be a directory
+// the export's principal can read.
+func (h *handler) Mount(_ context.Context, c net.Conn, req gonfs.MountRequest) (gonfs.MountStatus, billy.Filesystem, []gonfs.AuthFlavor) {
+	s := (*Server)(h)
+	raw := string(req.Dirpath)
+	log := s.log.With(zap.String("path", raw), zap.String("remote", c.RemoteAddr().String()))
+	st, fs := s.mount(c, raw)
+	if st != gonfs.MountStatusOk {
+		log.Warn("nfs mount refused", zap.Uint32("status", uint32(st)))
+		return st, nil, nil
+	}
+	log.Info("nfs mount", zap.String("export", s.exports[fs.exp].Path), zap.String("principal", s.exports[fs.exp].Principal))
+	return st, fs, []gonfs.AuthFlavor{gonfs.AuthFlavorUnix, gonfs.AuthFlavorNull}
+}
+
+func (s *Server) mount(c net.Conn, raw string) (gonfs.MountStatus, *viewFS) {
+	if !strings.HasPrefix(raw, "/") || len(raw) > gonfs.MntPathLen {
+		return gonfs.MountStatusErrInval, nil
+	}
+	p := path.Clean(raw)
+	addr, ok := remoteAddr(c)
+	if !ok {
+		return gonfs.MountStatusErrAcces, nil
+	}
+	best, matched := -1, false
+	for i, e := range s.exports {
+		if !within(p, e.Path) {
+			continue
+		}
+		matched = true
+		if e.allows(addr) && (best < 0 || len(e.Path) > len(s.exports[best].Path)) {
+			best = i
+		}
+	}
+	switch {
+	case !matched:
+		return gonfs.MountStatusErrNoEnt, nil
+	case best < 0:
+		return gonfs.MountStatusErrAcces, nil
+	}
+	root := s.fss[best]
+	var base []string
+	if rest := strings.TrimPrefix(strings.TrimPrefix(p, root.root), "/"); rest != "" {
+		base = strings.Split(rest, "/")
+	}
+	if _, err := s.codec.Encode(best, s.exports[best].id(), base); err != nil {
+		return gonfs.MountStatusErrNameTooLong, nil
+	}
+	fi, err := root.v.Stat(root.ctx, p)
+	if err == nil && !fi.IsDir {
+		err = view.ErrNotDir
+	}
+	if err != nil {
+		return mountStatus(err), nil
+	}
+	fs := *root
+	fs.base = base
+	return gonfs.MountStatusOk, &fs
+}
+
+// within reports whether p is export or below it.
+func within(p, export string) bool {
+	return export == "/" || p == export || strings.HasPrefix(p, export+"/")
+}
+
+// Change returns nil: the file system is read-only.
+func (h *handler) Change(billy.Filesystem) billy.Change { return nil }
+
+// FSStat reports an empty, full file system: nothing can be written.
+func (h *handler) FSStat(context.Context, billy.Filesystem, *gonfs.FSStat) error { return nil }
+
+// ToHandle encodes the handle of path in fs. Paths that do not fit get a
+// handle that never decodes; Stat refuses them first wherever go-nfs
+// checks an entry before asking for its handle (LOOKUP), so only
+// READDIRPLUS can hand one out.
+func (h *handler) ToHandle(f billy.Filesystem, p []string) []byte {
+	s := (*Server)(h)
+	vf, ok := f.(*viewFS)
+	if !ok {
+		return unusableHandle
+	}
+	full := append(append([]string(nil), vf.base...), p...)
+	b, err := s.codec.Encode(vf.exp, s.exports[vf.exp].id(), full)
+	if err != nil {
+		s.log.Warn("nfs: path does not fit a file handle", zap.Strings("path", full), zap.Error(err))
+		return unusableHandle
+	}
+	return b
+}
+
+// unusableHandle has a version no Codec accepts.
+var unusableHandle = []byte{0, 0, 0, 0}
+
+// FromHandle checks a handle and returns its export's file system and path.
+func (h *handler) FromHandle(b []byte) (billy.Filesystem, []string, error) {
+	s := (*Server)(h)
+	exp, err := fh.Export(b)
+	if err != nil || exp >= len(s.exports) {
+		return nil, nil, fh.ErrInvalid
+	}
+	p, err := s.codec.Decode(s.exports[exp].id(), b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.fss[exp], p, nil
+}
+
+// InvalidateHandle does nothing: handles hold no server state.
+func (h *handler) InvalidateHandle(billy.Filesystem, []byte) error { return nil }
+
+// HandleLimit only bounds READDIR(PLUS) pages in go-nfs (half of it per
+// reply); stateless handles have no limit of their own.
+func (h *handler) HandleLimit() int { return 1 << 20 }

@@ -1,0 +1,45 @@
+package webhdfs
+
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// Config configures the WebHDFS head.
+type Config struct {
+	Listen string `koanf:"listen" help:"address the WebHDFS head listens on (Hadoop's default NameNode HTTP port is 9870)"`
+	// InsecureUserName accepts Hadoop's "simple" authentication, where the
+	// client names itself with user.name=. Anyone can claim any name, so it
+	// is off unless the operator asks for it.
+	InsecureUserName bool `koanf:"insecure_user_name" help:"INSECURE: let user.name=<principal> act as that principal without a credential"`
+	// BlockSize is the HDFS block size reported to clients. It shapes how
+	// Hadoop and Spark split files into tasks, and GETFILECHECKSUM divides
+	// files into blocks of this size as HDFS would.
+	BlockSize int64 `koanf:"block_size" help:"block size reported to Hadoop clients, in bytes (a multiple of 512)"`
+	// RedirectTTL is how long the signed data URL that OPEN redirects to
+	// stays valid. Hadoop re-requests it on every seek, so it must outlast
+	// the longest read of one file.
+	RedirectTTL time.Duration `koanf:"redirect_ttl" help:"lifetime of the signed data URLs OPEN redirects to"`
+}
+
+// DefaultConfig returns the embedded defaults.
+func DefaultConfig() Config {
+	return Config{Listen: "127.0.0.1:9870", BlockSize: 134217728, RedirectTTL: time.Hour}
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("webhdfs: listen %q: %w", c.Listen, err)
+	}
+	// HDFS requires the block size to be a multiple of bytes-per-checksum,
+	// and GETFILECHECKSUM relies on it.
+	if c.BlockSize < bytesPerCRC || c.BlockSize%bytesPerCRC != 0 {
+		return fmt.Errorf("webhdfs: block_size %d: want a positive multiple of %d", c.BlockSize, bytesPerCRC)
+	}
+	if c.RedirectTTL <= 0 {
+		return fmt.Errorf("webhdfs: redirect_ttl must be positive")
+	}
+	return nil
+}

@@ -1,0 +1,246 @@
+// Package webhdfs is silt's WebHDFS head: it serves the tiered view
+// read-only under /webhdfs/v1/<tenant>/<stream>/..., so that Hadoop's
+// WebHdfsFileSystem, Spark and fsspec read streams as webhdfs:// paths.
+//
+// Requests authenticate to an acl.Principal with a bearer token (the
+// Authorization header, as Hadoop's OAuth2 support sends it, or the
+// delegation= parameter), with Hadoop's user.name= only when the operator
+// enables the insecure mode, or act as acl.Anonymous. Every view access
+// then goes through acl.Wrap, so this package decides no access itself.
+// Mutating operations are refused with AccessControlException before the
+// request body is read.
+//
+// OPEN answers, as a NameNode does, with a redirect to a data URL; here it
+// points back at this server and carries an HMAC-signed, expiring
+// parameter naming the principal, so that the data URL works without any
+// credential and can be re-requested at other offsets.
+package webhdfs
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/view"
+)
+
+// Server is the WebHDFS head.
+type Server struct {
+	cfg        Config
+	view       view.View
+	authn      func(secret string) (acl.Principal, error)
+	authz      acl.Authorizer
+	signingKey []byte
+	log        *zap.Logger
+	now        func() time.Time // replaced in tests to expire signed URLs
+}
+
+// minKeyLen keeps signed data URLs unforgeable by guessing the key.
+const minKeyLen = 16
+
+// New builds a Server over v. authn resolves a bearer secret to its
+// principal (acl.Store.Authenticate), authz decides what each principal
+// may read, and signingKey authenticates the data URLs OPEN redirects to;
+// a key that changes on restart only invalidates URLs in flight.
+func New(cfg Config, v view.View, authn func(secret string) (acl.Principal, error), authz acl.Authorizer, signingKey []byte, log *zap.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if v == nil || authn == nil || authz == nil {
+		return nil, errors.New("webhdfs: new: view, authenticator and authorizer are required")
+	}
+	if len(signingKey) < minKeyLen {
+		return nil, fmt.Errorf("webhdfs: new: signing key must be at least %d bytes", minKeyLen)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if cfg.InsecureUserName {
+		log.Warn("webhdfs: insecure_user_name is on: any client can act as any principal by naming it in user.name=")
+	}
+	return &Server{cfg: cfg, view: v, authn: authn, authz: authz, signingKey: append([]byte(nil), signingKey...), log: log, now: time.Now}, nil
+}
+
+// Handler returns the HTTP handler of the WebHDFS API.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+// Serve serves on ln (with TLS when tlsCfg is not nil) until ctx is
+// cancelled, then shuts down gracefully for up to 5 seconds.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config) error {
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          zap.NewStdLog(s.log),
+	}
+	// stopped ends the shutdown goroutine when Serve fails on its own, so
+	// that it does not outlive Serve waiting for ctx.
+	stopped := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-ctx.Done():
+		case <-stopped:
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
+	}()
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		<-done
+		return nil
+	}
+	close(stopped)
+	<-done
+	srv.Close()
+	return fmt.Errorf("webhdfs: serve: %w", err)
+}
+
+// writeOps are the mutating WebHDFS operations (PUT, POST and DELETE in
+// Hadoop). They are refused by name too, whatever the method, so that a
+// client sending one with GET learns that the store is read-only rather
+// than that the op is unknown.
+var writeOps = map[string]bool{
+	"CREATE": true, "MKDIRS": true, "CREATESYMLINK": true, "RENAME": true, "SETREPLICATION": true,
+	"SETOWNER": true, "SETPERMISSION": true, "SETTIMES": true, "MODIFYACLENTRIES": true,
+	"REMOVEACLENTRIES": true, "REMOVEDEFAULTACL": true, "REMOVEACL": true, "SETACL": true,
+	"SETXATTR": true, "REMOVEXATTR": true, "CREATESNAPSHOT": true, "RENAMESNAPSHOT": true,
+	"DELETESNAPSHOT": true, "ALLOWSNAPSHOT": true, "DISALLOWSNAPSHOT": true, "SETSTORAGEPOLICY": true,
+	"UNSETSTORAGEPOLICY": true, "SATISFYSTORAGEPOLICY": true, "ENABLEECPOLICY": true,
+	"DISABLEECPOLICY": true, "SETECPOLICY": true, "UNSETECPOLICY": true, "APPEND": true,
+	"CONCAT": true, "TRUNCATE": true, "DELETE": true, "SETQUOTA": true, "SETQUOTABYSTORAGETYPE": true,
+}
+
+// tokenOps are the PUT operations that change no data: Hadoop renews and
+// cancels delegation tokens with PUT.
+var tokenOps = map[string]bool{"RENEWDELEGATIONTOKEN": true, "CANCELDELEGATIONTOKEN": true}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Server", "silt")
+	var op string
+	for k, vs := range r.URL.Query() {
+		if strings.EqualFold(k, "op") && len(vs) > 0 {
+			op = strings.ToUpper(strings.TrimSpace(vs[len(vs)-1]))
+		}
+	}
+	readMethod := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if writeOps[op] || (!readMethod && !(r.Method == http.MethodPut && tokenOps[op])) {
+		// Refuse before authenticating or reading: the body may be large
+		// and will never be used. Closing the connection is what lets the
+		// server skip draining it.
+		if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
+		writeErr(w, errWrite)
+		return
+	}
+	p, ok := viewPath(r.URL.Path)
+	if !ok {
+		writeErr(w, errNotFound("no such resource; WebHDFS is served under "+prefix+"/"))
+		return
+	}
+	q, err := parseQuery(r.URL.RawQuery)
+	if err != nil {
+		s.fail(w, r, err, p)
+		return
+	}
+	var (
+		principal acl.Principal
+		secret    string
+	)
+	if q.signature != "" {
+		principal, err = s.verify(q.signature, p)
+	} else {
+		principal, secret, err = s.authenticate(r, q)
+	}
+	if err != nil {
+		s.fail(w, r, err, p)
+		return
+	}
+	h := &handler{s: s, v: acl.Wrap(s.view, s.authz, principal), principal: principal, secret: secret, w: w, r: r, q: q, path: p}
+	fn, ok := ops[q.op]
+	if !ok {
+		s.fail(w, r, errArgument(fmt.Sprintf("Invalid value for webhdfs parameter \"op\": No enum constant %s; silt serves read operations only", q.op)), p)
+		return
+	}
+	if err := fn(h); err != nil {
+		s.fail(w, r, err, p)
+	}
+}
+
+// authenticate turns the request's credential into a principal. A bearer
+// token wins over user.name, which Hadoop sends alongside whatever else it
+// uses.
+// The bearer secret, if any, is returned for GETDELEGATIONTOKEN.
+func (s *Server) authenticate(r *http.Request, q params) (acl.Principal, string, error) {
+	p, secret, err := s.credential(r, q)
+	if err != nil {
+		return acl.Principal{}, "", err
+	}
+	// silt has no proxy-user rules, so doas= may only name the caller.
+	if q.doAs != "" && q.doAs != p.Name {
+		return acl.Principal{}, "", errAccess(fmt.Sprintf("User: %s is not allowed to impersonate %s; silt has no proxy users", p.Name, q.doAs))
+	}
+	return p, secret, nil
+}
+
+func (s *Server) credential(r *http.Request, q params) (acl.Principal, string, error) {
+	if a := r.Header.Get("Authorization"); a != "" {
+		scheme, secret, _ := strings.Cut(a, " ")
+		secret = strings.TrimSpace(secret)
+		if !strings.EqualFold(scheme, "Bearer") {
+			return acl.Principal{}, "", errAuth(fmt.Sprintf("unsupported authorization scheme %q; send \"Authorization: Bearer <token>\"", scheme))
+		}
+		p, err := s.bearer(secret)
+		return p, secret, err
+	}
+	if q.delegation != "" {
+		p, err := s.bearer(q.delegation)
+		return p, q.delegation, err
+	}
+	if q.userName != "" && s.cfg.InsecureUserName {
+		if len(q.userName) > 64 || strings.ContainsAny(q.userName, " \t\r\n/~") {
+			return acl.Principal{}, "", errArgument(fmt.Sprintf("Invalid value for webhdfs parameter \"user.name\": %q", q.userName))
+		}
+		return acl.Principal{Name: q.userName}, "", nil
+	}
+	// user.name without the insecure mode proves nothing, so it is
+	// ignored rather than refused: stock Hadoop clients always send it.
+	return acl.Anonymous, "", nil
+}
+
+// bearer checks a silt bearer secret. Any failure is the client's to fix
+// with another credential, hence 401 whatever authn wrapped.
+func (s *Server) bearer(secret string) (acl.Principal, error) {
+	p, err := s.authn(secret)
+	if err != nil {
+		return acl.Principal{}, errAuth(err.Error())
+	}
+	return p, nil
+}
+
+// fail sends the RemoteException for err and logs what the client cannot
+// fix.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, p string) {
+	e := mapErr(err, p)
+	if e.Status >= 500 {
+		s.log.Warn("webhdfs request failed", zap.String("method", r.Method), zap.String("path", p),
+			zap.String("op", r.URL.Query().Get("op")), zap.Error(err))
+	}
+	writeErr(w, e)
+}
