@@ -52,6 +52,25 @@ type Stream struct {
 	Config   StreamConfig `json:"config"`
 	Created  time.Time    `json:"created"`
 	Segments []Segment    `json:"segments,omitempty"`
+	// Tiering is set by GetStream when the server runs a tier policy.
+	Tiering *Tiering `json:"tiering,omitempty"`
+}
+
+// Tiering is a stream's tier-2 state, per segment.
+type Tiering struct {
+	Segments []SegmentTiering `json:"segments"`
+}
+
+// SegmentTiering is one segment's tier-2 state.
+type SegmentTiering struct {
+	Segment      string    `json:"segment"`
+	TieredOffset uint64    `json:"tiered_offset"`
+	Chunks       int       `json:"chunks"`
+	TieredBytes  int64     `json:"tiered_bytes"`
+	PendingBytes int64     `json:"pending_bytes"`
+	LagNanos     int64     `json:"lag_ns"`
+	LastSeal     time.Time `json:"last_seal,omitzero"`
+	LastError    string    `json:"last_error,omitempty"`
 }
 
 // AppendOptions picks where a batch goes and makes it idempotent.

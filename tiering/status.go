@@ -108,3 +108,8 @@ func (t *Tierer) eachSegment(fn func(*streamState, *segState)) {
 		}
 	}
 }
+
+// StreamStatus is Status in the form the native API's describe embeds.
+func (t *Tierer) StreamStatus(tenant, stream string) (any, error) {
+	return t.Status(tenant, stream)
+}

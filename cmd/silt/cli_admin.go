@@ -171,9 +171,17 @@ func runStream(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 				for k, v := range s.Config.Metadata {
 					fmt.Fprintf(w, "meta %s\t%s\n", k, v)
 				}
-				fmt.Fprintln(w, "\nSEGMENT\tKEY RANGE\tFIRST\tNEXT\tBYTES")
+				tier := map[string]client.SegmentTiering{}
+				if s.Tiering != nil {
+					for _, t := range s.Tiering.Segments {
+						tier[t.Segment] = t
+					}
+				}
+				fmt.Fprintln(w, "\nSEGMENT\tKEY RANGE\tTIER-1 FIRST\tNEXT\tTIER-1 BYTES\tTIERED TO\tCHUNKS\tTIER-2 BYTES\tLAG\tLAST TIER-2 ERROR")
 				for _, sg := range s.Segments {
-					fmt.Fprintf(w, "%s\t%08x-%08x\t%d\t%d\t%d\n", sg.ID, sg.KeyLow, sg.KeyHigh, sg.FirstOffset, sg.NextOffset, sg.Bytes)
+					t := tier[sg.ID]
+					fmt.Fprintf(w, "%s\t%08x-%08x\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", sg.ID, sg.KeyLow, sg.KeyHigh, sg.FirstOffset, sg.NextOffset, sg.Bytes,
+						t.TieredOffset, t.Chunks, t.TieredBytes, time.Duration(t.LagNanos).Round(time.Millisecond), t.LastError)
 				}
 			})
 		},

@@ -179,6 +179,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	srv.UseTiering(tierer)
 	tlsCfg, err := serverTLS(cfg.TLS)
 	if err != nil {
 		return err

@@ -51,6 +51,13 @@ func (s *Server) appendEvents(c *call) (op, error) {
 		if lookupErr != nil {
 			return lookupErr
 		}
+		// Refuse before reading the body: a backlogged tier 2 must not
+		// cost the server the memory of bodies it will not store.
+		if s.tiering != nil {
+			if err := s.tiering.Backpressure(res.Tenant, res.Stream); err != nil {
+				return err
+			}
+		}
 		events, release, err := s.readBatch(c, format)
 		if err != nil {
 			return err

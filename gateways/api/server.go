@@ -121,6 +121,8 @@ type Server struct {
 	// and /readyz turns 503 so that load balancers stop sending traffic.
 	drain     context.Context
 	stopDrain context.CancelFunc
+
+	tiering Tiering // nil: no tier policy (tests, embedded use)
 }
 
 // New builds a server over store. Metrics are registered on reg; when reg

@@ -143,7 +143,15 @@ func (s *Server) getStream(c *call) (op, error) {
 		if lookupErr != nil {
 			return lookupErr
 		}
-		writeJSON(c.w, http.StatusOK, toStreamJSON(st))
+		out := toStreamJSON(st)
+		if s.tiering != nil {
+			tier, err := s.tiering.StreamStatus(st.Tenant, st.Name)
+			if err != nil {
+				return err
+			}
+			out.Tiering = tier
+		}
+		writeJSON(c.w, http.StatusOK, out)
 		return nil
 	}}, nil
 }

@@ -50,6 +50,8 @@ type streamJSON struct {
 	Config   streamConfigJSON `json:"config"`
 	Created  time.Time        `json:"created"`
 	Segments []segmentJSON    `json:"segments,omitempty"`
+	// Tiering is the tier policy's state of the stream (describe only).
+	Tiering any `json:"tiering,omitempty"`
 }
 
 type appendJSON struct {
