@@ -2,14 +2,17 @@ package tiering
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
 // Config configures tiering.
 type Config struct {
-	Backend string   `koanf:"backend" help:"tier-2 backend: fs (a local or mounted directory)"`
+	Backend string   `koanf:"backend" help:"tier-2 backend: fs (a local or mounted directory) or s3 (AWS S3 or an S3-compatible store)"`
 	FS      FSConfig `koanf:"fs"`
+	S3      S3Config `koanf:"s3"`
 	// MaxChunkBytes bounds a chunk; a single event larger than it still
 	// makes a chunk of its own.
 	MaxChunkBytes int64 `koanf:"max_chunk_bytes" help:"seal a chunk when it reaches this many encoded bytes"`
@@ -29,6 +32,59 @@ type FSConfig struct {
 	Dir string `koanf:"dir" help:"tier-2 directory; empty means <core.dir>/tier2"`
 }
 
+// S3Config configures the s3 backend.
+type S3Config struct {
+	Endpoint string `koanf:"endpoint" help:"S3 endpoint URL (http:// or https://); empty means AWS"`
+	Region   string `koanf:"region" help:"S3 region"`
+	Bucket   string `koanf:"bucket" help:"bucket holding tier 2 (must exist)"`
+	Prefix   string `koanf:"prefix" help:"key prefix in the bucket; objects are <prefix>/<tenant>/<stream>/segment=<id>/<chunk>"`
+	// Static keys are for S3-compatible stores; on AWS the SDK's default
+	// chain (environment, shared config, web identity, IMDS) is better.
+	AccessKeyID     string `koanf:"access_key_id" help:"static access key id; empty means the AWS SDK's default credential chain"`
+	SecretAccessKey string `koanf:"secret_access_key" help:"static secret access key (prefer SILT_TIERING_S3_SECRET_ACCESS_KEY over a flag)"`
+	PathStyle       bool   `koanf:"path_style" help:"address the bucket in the path (http://host/bucket/key), as most S3-compatible stores need"`
+	// PartSize is where an upload switches to multipart: a chunk above it
+	// is streamed in parts of this size instead of buffered whole.
+	PartSize int64 `koanf:"part_size" help:"uploads larger than this use multipart in parts of this size (5 MiB to 5 GiB)"`
+}
+
+// S3 bounds on multipart part sizes.
+const (
+	minS3PartSize = 5 << 20
+	maxS3PartSize = 5 << 30
+)
+
+// Validate checks the s3 section; keys are named in full so that the
+// operator knows which flag or variable to fix.
+func (c S3Config) Validate() error {
+	if c.Bucket == "" {
+		return fmt.Errorf("tiering: backend s3 needs tiering.s3.bucket")
+	}
+	if c.Region == "" {
+		return fmt.Errorf("tiering: tiering.s3.region must not be empty")
+	}
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("tiering: tiering.s3.endpoint %q: want http://host[:port] or https://host[:port]", c.Endpoint)
+		}
+	}
+	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
+		return fmt.Errorf("tiering: set both tiering.s3.access_key_id and tiering.s3.secret_access_key, or neither (SDK default credential chain)")
+	}
+	if p := strings.Trim(c.Prefix, "/"); p != "" {
+		for _, e := range strings.Split(p, "/") {
+			if e == "" || e == "." || e == ".." {
+				return fmt.Errorf("tiering: tiering.s3.prefix %q: invalid element %q", c.Prefix, e)
+			}
+		}
+	}
+	if c.PartSize < minS3PartSize || c.PartSize > maxS3PartSize {
+		return fmt.Errorf("tiering: tiering.s3.part_size %d: must be between 5 MiB and 5 GiB (S3's part size limits)", c.PartSize)
+	}
+	return nil
+}
+
 // RetryConfig is the capped exponential backoff after a failed upload.
 type RetryConfig struct {
 	Initial time.Duration `koanf:"initial" help:"wait after the first failed tier-2 upload"`
@@ -39,6 +95,7 @@ type RetryConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Backend:         "fs",
+		S3:              S3Config{Region: "us-east-1", PartSize: 16 << 20},
 		MaxChunkBytes:   8 << 20,
 		MaxLag:          2 * time.Second,
 		Interval:        250 * time.Millisecond,
@@ -51,8 +108,12 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch c.Backend {
 	case "fs":
+	case "s3":
+		if err := c.S3.Validate(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("tiering: backend %q: only \"fs\" is available", c.Backend)
+		return fmt.Errorf("tiering: backend %q: want \"fs\" or \"s3\"", c.Backend)
 	}
 	if c.MaxChunkBytes < 1 {
 		return fmt.Errorf("tiering: max_chunk_bytes must be positive")
@@ -73,10 +134,16 @@ func (c Config) Validate() error {
 func (c Config) sealAge() time.Duration { return c.MaxLag - 2*c.Interval }
 
 // OpenBackend opens the configured backend; coreDir is the core data
-// directory, the default parent of the fs backend's directory.
+// directory, the default parent of the fs backend's directory and where
+// the s3 backend buffers uploads. It does no network I/O: an unreachable
+// S3 endpoint must not stop silt from starting, its errors surface in the
+// Tierer's retries and status instead.
 func OpenBackend(c Config, coreDir string) (Backend, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	if c.Backend == "s3" {
+		return OpenS3(c.S3, filepath.Join(coreDir, "s3-upload"))
 	}
 	dir := c.FS.Dir
 	if dir == "" {

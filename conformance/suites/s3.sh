@@ -1,9 +1,9 @@
 # The S3 head against real S3 clients: the aws CLI, s3cmd, rclone and boto3.
 # Data reaches the head through the native API and tiering, so this also
 # checks that the bytes in tier 2 are exactly the events appended.
-need_pip aws awscli || return
-need_pip s3cmd s3cmd || return
-need rclone rclone || return
+need_pip aws awscli || { fail "s3: aws CLI (PyPI awscli) is not available"; return; }
+need_pip s3cmd s3cmd || { fail "s3: s3cmd (PyPI) is not available"; return; }
+need rclone rclone || { fail "s3: rclone (Debian) is not available"; return; }
 python3 -c 'import boto3' 2>/dev/null || python3 -m pip install -q boto3 >/dev/null 2>&1
 
 start_silt --tiering.max_lag 400ms --tiering.interval 100ms
