@@ -29,6 +29,7 @@ conformance: build
 
 bench: build
 	$(GO) run ./bench/appendbench
+	$(GO) run ./bench/s3bench -size 256
 
 vet:
 	$(GO) vet ./...
