@@ -6,7 +6,7 @@ import (
 	"os"
 	"syscall"
 
-	gonfs "github.com/willscott/go-nfs"
+	gonfs "github.com/silt-io/silt/gateways/nfs/internal/gonfs"
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/view"

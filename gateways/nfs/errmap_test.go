@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	gonfs "github.com/willscott/go-nfs"
+	gonfs "github.com/silt-io/silt/gateways/nfs/internal/gonfs"
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/view"

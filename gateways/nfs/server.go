@@ -1,5 +1,6 @@
 // Package nfs is silt's NFSv3 head: it serves the tiered view read-only
-// through github.com/willscott/go-nfs, with NFS and MOUNT on one TCP port.
+// through a patched copy of github.com/willscott/go-nfs (internal/gonfs),
+// with NFS and MOUNT on one TCP port.
 //
 // Clients are not authenticated: AUTH_SYS credentials are whatever the
 // client claims. Instead every export is bound to an acl principal and an
@@ -24,7 +25,7 @@ import (
 	"sync"
 
 	billy "github.com/go-git/go-billy/v5"
-	gonfs "github.com/willscott/go-nfs"
+	gonfs "github.com/silt-io/silt/gateways/nfs/internal/gonfs"
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/acl"
@@ -197,7 +198,10 @@ func (c *trackedConn) Close() error {
 // handler is the go-nfs Handler of a Server.
 type handler Server
 
-var _ gonfs.Handler = (*handler)(nil)
+var (
+	_ gonfs.Handler      = (*handler)(nil)
+	_ gonfs.ExportLister = (*handler)(nil)
+)
 
 // Mount resolves a MNT path: the longest export that contains the path
 // and allows the client wins, and the mounted subtree must be a directory
@@ -258,6 +262,35 @@ func (s *Server) mount(c net.Conn, raw string) (gonfs.MountStatus, *viewFS) {
 	fs := *root
 	fs.base = base
 	return gonfs.MountStatusOk, &fs
+}
+
+// Exports answers MOUNT EXPORT: the exports that allow the caller and
+// whose root the export's principal can see, each with its allow list as
+// groups. Clients that may not mount an export do not learn of it, and an
+// export whose tenant does not exist (yet) is left out: libnfs mounts
+// every listed export below the one it mounts, and fails as a whole if
+// one of them answers MNT3ERR_NOENT.
+func (h *handler) Exports(ctx context.Context, c net.Conn) []gonfs.ExportEntry {
+	s := (*Server)(h)
+	addr, ok := remoteAddr(c)
+	if !ok {
+		return nil
+	}
+	var out []gonfs.ExportEntry
+	for i, e := range s.exports {
+		if !e.allows(addr) {
+			continue
+		}
+		if fi, err := s.fss[i].v.Stat(ctx, e.Path); err != nil || !fi.IsDir {
+			continue
+		}
+		groups := make([]string, 0, len(e.Allow))
+		for _, p := range e.Allow {
+			groups = append(groups, p.String())
+		}
+		out = append(out, gonfs.ExportEntry{Dir: e.Path, Groups: groups})
+	}
+	return out
 }
 
 // within reports whether p is export or below it.
