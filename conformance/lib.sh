@@ -13,9 +13,9 @@ fail() { FAIL=$((FAIL + 1)); echo "  FAIL $*"; }
 check() {
 	local name=$1
 	shift
-	if "$@" >/tmp/silt-check.out 2>&1; then pass "$name"; else
+	if "$@" >"$CONF_TMP/check.out" 2>&1; then pass "$name"; else
 		fail "$name"
-		sed 's/^/       /' /tmp/silt-check.out | head -20
+		sed 's/^/       /' "$CONF_TMP/check.out" | head -20
 	fi
 }
 

@@ -5,7 +5,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source conformance/lib.sh
-trap stop_silt EXIT
+# Scratch files of this run; a unique directory keeps concurrent runs apart.
+CONF_TMP=$(mktemp -d /tmp/silt-conformance.XXXXXX)
+export CONF_TMP
+trap 'stop_silt; rm -rf "$CONF_TMP"' EXIT
 
 need curl curl || exit 1
 need jq jq || exit 1

@@ -3,25 +3,25 @@
 start_silt
 
 AUTH=(-H "Authorization: Bearer $SILT_TOKEN")
-code() { curl -s -o /tmp/silt-body -w '%{http_code}' "$@"; }
+code() { curl -s -o $CONF_TMP/body -w '%{http_code}' "$@"; }
 
 expect_eq "curl: create tenant → 201" "$(code "${AUTH[@]}" -d '{"name":"acme"}' "$API/v1/tenants")" 201
 expect_eq "curl: duplicate tenant → 409" "$(code "${AUTH[@]}" -d '{"name":"acme"}' "$API/v1/tenants")" 409
 expect_eq "curl: invalid tenant name → 400" "$(code "${AUTH[@]}" -d '{"name":"Bad_Name"}' "$API/v1/tenants")" 400
-check "curl: the 400 says the rule" grep -q "lowercase" /tmp/silt-body
+check "curl: the 400 says the rule" grep -q "lowercase" $CONF_TMP/body
 expect_eq "curl: create stream → 201" "$(code "${AUTH[@]}" -d '{"name":"clicks","segments":3,"metadata":{"team":"web"}}' "$API/v1/tenants/acme/streams")" 201
 expect_eq "curl: create framed stream → 201" "$(code "${AUTH[@]}" -d '{"name":"bin","encoding":"framed"}' "$API/v1/tenants/acme/streams")" 201
 
 expect_eq "curl: append one event → 200" "$(code "${AUTH[@]}" --data-binary '{"n":0}' "$API/v1/tenants/acme/streams/clicks/events?key=k1")" 200
-check "curl: append answers the offset" jq -e '.first_offset == 0 and .count == 1' /tmp/silt-body
-printf '{"n":1}\n{"n":2}\n{"n":3}\n' >/tmp/silt-batch
-expect_eq "curl: append NDJSON batch → 200" "$(code "${AUTH[@]}" -H 'Content-Type: application/x-ndjson' --data-binary @/tmp/silt-batch "$API/v1/tenants/acme/streams/clicks/events?key=k1")" 200
-check "curl: batch count 3" jq -e '.count == 3 and .first_offset == 1' /tmp/silt-body
+check "curl: append answers the offset" jq -e '.first_offset == 0 and .count == 1' $CONF_TMP/body
+printf '{"n":1}\n{"n":2}\n{"n":3}\n' >$CONF_TMP/batch
+expect_eq "curl: append NDJSON batch → 200" "$(code "${AUTH[@]}" -H 'Content-Type: application/x-ndjson' --data-binary @$CONF_TMP/batch "$API/v1/tenants/acme/streams/clicks/events?key=k1")" 200
+check "curl: batch count 3" jq -e '.count == 3 and .first_offset == 1' $CONF_TMP/body
 expect_eq "curl: newline in a lines event → 400" "$(code "${AUTH[@]}" -H 'Content-Type: text/plain' --data-binary $'a\nb' "$API/v1/tenants/acme/streams/clicks/events")" 400
 expect_eq "curl: unknown stream → 404" "$(code "${AUTH[@]}" --data-binary 'x' "$API/v1/tenants/acme/streams/nope/events")" 404
-check "curl: the 404 names the stream" grep -q nope /tmp/silt-body
-head -c 2000000 /dev/zero | tr '\0' 'a' >/tmp/silt-big
-expect_eq "curl: oversize event → 413" "$(code "${AUTH[@]}" -H 'Content-Type: text/plain' --data-binary @/tmp/silt-big "$API/v1/tenants/acme/streams/clicks/events")" 413
+check "curl: the 404 names the stream" grep -q nope $CONF_TMP/body
+head -c 2000000 /dev/zero | tr '\0' 'a' >$CONF_TMP/big
+expect_eq "curl: oversize event → 413" "$(code "${AUTH[@]}" -H 'Content-Type: text/plain' --data-binary @$CONF_TMP/big "$API/v1/tenants/acme/streams/clicks/events")" 413
 expect_eq "curl: no token → 401" "$(code --data-binary 'x' "$API/v1/tenants/acme/streams/clicks/events")" 401
 expect_eq "curl: bad token → 401" "$(code -H 'Authorization: Bearer silt_nope' "$API/v1/tenants")" 401
 
@@ -29,50 +29,50 @@ expect_eq "curl: bad token → 401" "$(code -H 'Authorization: Bearer silt_nope'
 for _ in 1 2; do
 	code "${AUTH[@]}" -H 'Silt-Writer-Id: w1' -H 'Silt-Seq: 1' --data-binary '{"n":"once"}' "$API/v1/tenants/acme/streams/clicks/events?key=k2" >/dev/null
 done
-check "curl: retry flagged duplicate" jq -e '.duplicate == true' /tmp/silt-body
+check "curl: retry flagged duplicate" jq -e '.duplicate == true' $CONF_TMP/body
 
 # Framed batch: two events, "ab" and "xyz".
-printf '\0\0\0\2ab\0\0\0\3xyz' >/tmp/silt-framed
-expect_eq "curl: framed batch → 200" "$(code "${AUTH[@]}" -H 'Content-Type: application/vnd.silt.framed' --data-binary @/tmp/silt-framed "$API/v1/tenants/acme/streams/bin/events")" 200
-curl -s "${AUTH[@]}" "$API/v1/tenants/acme/streams/bin/events?format=raw" >/tmp/silt-framed-back
-check "curl: framed read is byte-identical" cmp /tmp/silt-framed /tmp/silt-framed-back
+printf '\0\0\0\2ab\0\0\0\3xyz' >$CONF_TMP/framed
+expect_eq "curl: framed batch → 200" "$(code "${AUTH[@]}" -H 'Content-Type: application/vnd.silt.framed' --data-binary @$CONF_TMP/framed "$API/v1/tenants/acme/streams/bin/events")" 200
+curl -s "${AUTH[@]}" "$API/v1/tenants/acme/streams/bin/events?format=raw" >$CONF_TMP/framed-back
+check "curl: framed read is byte-identical" cmp $CONF_TMP/framed $CONF_TMP/framed-back
 
 # Reads: raw lines from the beginning; ndjson with cursor; from a position.
 got=$(curl -s "${AUTH[@]}" "$API/v1/tenants/acme/streams/clicks/events?format=raw" | grep -c '"n"')
 expect_eq "curl: raw read returns all 5 events" "$got" 5
-curl -s "${AUTH[@]}" "$API/v1/tenants/acme/streams/clicks/events?max=2" >/tmp/silt-nd
-check "curl: ndjson lines carry data and a next cursor" jq -se '(.[0].data|@base64d|length > 0) and (.[-1].next_cursor|length > 0)' /tmp/silt-nd
+curl -s "${AUTH[@]}" "$API/v1/tenants/acme/streams/clicks/events?max=2" >$CONF_TMP/nd
+check "curl: ndjson lines carry data and a next cursor" jq -se '(.[0].data|@base64d|length > 0) and (.[-1].next_cursor|length > 0)' $CONF_TMP/nd
 read -r seg off < <(curl -s "${AUTH[@]}" -H 'Content-Type: text/plain' --data-binary 'marker' "$API/v1/tenants/acme/streams/clicks/events?key=k1" | jq -r '"\(.segment) \(.first_offset)"')
 got=$(curl -s "${AUTH[@]}" "$API/v1/tenants/acme/streams/clicks/events?format=raw&segment=$seg&from=$off")
 expect_eq "curl: read from a position" "$got" "marker"
 
 # Follow: a streaming reader sees an event appended after it started.
-(curl -sN "${AUTH[@]}" "$API/v1/tenants/acme/streams/clicks/events?follow=true&cursor=end&format=raw" >/tmp/silt-follow &
-	echo $! >/tmp/silt-follow.pid)
+(curl -sN "${AUTH[@]}" "$API/v1/tenants/acme/streams/clicks/events?follow=true&cursor=end&format=raw" >$CONF_TMP/follow &
+	echo $! >$CONF_TMP/follow.pid)
 sleep 0.5
 curl -s "${AUTH[@]}" -H 'Content-Type: text/plain' --data-binary 'live-event' "$API/v1/tenants/acme/streams/clicks/events" >/dev/null
-for _ in $(seq 1 30); do grep -q live-event /tmp/silt-follow && break; sleep 0.1; done
-kill "$(cat /tmp/silt-follow.pid)" 2>/dev/null
-check "curl: follow delivers a new event" grep -q live-event /tmp/silt-follow
+for _ in $(seq 1 30); do grep -q live-event $CONF_TMP/follow && break; sleep 0.1; done
+kill "$(cat $CONF_TMP/follow.pid)" 2>/dev/null
+check "curl: follow delivers a new event" grep -q live-event $CONF_TMP/follow
 
 expect_eq "curl: openapi served" "$(code "$API/openapi.yaml")" 200
 check "curl: metrics served" sh -c "curl -s $API/metrics | grep -q silt_"
 
 # The CLI, through the Go SDK.
 check "cli: stream create" "$SILT_BIN" stream create acme/cli --segments 2
-seq 1 2000 >/tmp/silt-seq
-check "cli: append a file" "$SILT_BIN" append acme/cli --file /tmp/silt-seq
+seq 1 2000 >$CONF_TMP/seq
+check "cli: append a file" "$SILT_BIN" append acme/cli --file $CONF_TMP/seq
 got=$("$SILT_BIN" read acme/cli | sort -n | md5sum)
-expect_eq "cli: read returns every appended line" "$got" "$(sort -n /tmp/silt-seq | md5sum)"
+expect_eq "cli: read returns every appended line" "$got" "$(sort -n $CONF_TMP/seq | md5sum)"
 expect_eq "cli: read --max" "$("$SILT_BIN" read acme/cli --max 7 2>/dev/null | wc -l)" 7
 check "cli: describe" sh -c "'$SILT_BIN' stream describe acme/cli | grep -q SEGMENT"
-("$SILT_BIN" tail acme/cli >/tmp/silt-tail 2>&1 &
-	echo $! >/tmp/silt-tail.pid)
+("$SILT_BIN" tail acme/cli >$CONF_TMP/tail 2>&1 &
+	echo $! >$CONF_TMP/tail.pid)
 sleep 0.5
 echo tail-me | "$SILT_BIN" append acme/cli 2>/dev/null
-for _ in $(seq 1 30); do grep -q tail-me /tmp/silt-tail && break; sleep 0.1; done
-kill "$(cat /tmp/silt-tail.pid)" 2>/dev/null
-check "cli: tail follows new events" grep -q tail-me /tmp/silt-tail
+for _ in $(seq 1 30); do grep -q tail-me $CONF_TMP/tail && break; sleep 0.1; done
+kill "$(cat $CONF_TMP/tail.pid)" 2>/dev/null
+check "cli: tail follows new events" grep -q tail-me $CONF_TMP/tail
 
 # ACL through the CLI: a reader may read but not append or administer.
 check "cli: principal create" "$SILT_BIN" principal create reader
@@ -80,8 +80,8 @@ READER=$("$SILT_BIN" token create reader --label conformance 2>/dev/null)
 check "cli: grant read on a pattern" "$SILT_BIN" grant reader read 'acme/cl*'
 expect_eq "cli: whoami as reader" "$(SILT_TOKEN=$READER "$SILT_BIN" whoami)" reader
 check "cli: reader can read" sh -c "SILT_TOKEN=$READER '$SILT_BIN' read acme/cli --max 1"
-if echo x | SILT_TOKEN=$READER "$SILT_BIN" append acme/cli 2>/tmp/silt-denied; then fail "cli: reader append denied"; else
-	check "cli: reader append denied with 403" grep -qi "denied\|forbidden" /tmp/silt-denied
+if echo x | SILT_TOKEN=$READER "$SILT_BIN" append acme/cli 2>$CONF_TMP/denied; then fail "cli: reader append denied"; else
+	check "cli: reader append denied with 403" grep -qi "denied\|forbidden" $CONF_TMP/denied
 fi
 expect_eq "curl: reader cannot read other streams → 403" \
 	"$(code -H "Authorization: Bearer $READER" "$API/v1/tenants/acme/streams/bin/events")" 403

@@ -12,8 +12,8 @@ start_silt --tiering.max_lag 400ms --tiering.interval 100ms
 "$SILT_BIN" tenant create other >/dev/null
 "$SILT_BIN" stream create acme/clicks --segments 2 >/dev/null
 "$SILT_BIN" stream create other/secret >/dev/null
-seq 1 3000 | sed 's/.*/{"n":&}/' >/tmp/silt-s3-events
-"$SILT_BIN" append acme/clicks --file /tmp/silt-s3-events 2>/dev/null
+seq 1 3000 | sed 's/.*/{"n":&}/' >$CONF_TMP/s3-events
+"$SILT_BIN" append acme/clicks --file $CONF_TMP/s3-events 2>/dev/null
 echo hidden | "$SILT_BIN" append other/secret 2>/dev/null
 
 "$SILT_BIN" principal create analyst >/dev/null
@@ -34,40 +34,40 @@ done
 
 expect_eq "aws: ls lists only granted buckets" "$("${AWS[@]}" s3 ls | awk '{print $3}' | tr '\n' ' ')" "acme "
 check "aws: ls --recursive shows chunk files" sh -c "'${AWS[0]}' --endpoint-url $S3 s3 ls s3://acme/clicks/ --recursive | grep -q 'segment=.*\.txt'"
-expect_eq "aws: cp --recursive fetched every event" "$(cat "$SILT_DATA"/dl/segment=*/* | sort | md5sum)" "$(sort /tmp/silt-s3-events | md5sum)"
+expect_eq "aws: cp --recursive fetched every event" "$(cat "$SILT_DATA"/dl/segment=*/* | sort | md5sum)" "$(sort $CONF_TMP/s3-events | md5sum)"
 key=$("${AWS[@]}" s3 ls s3://acme/clicks/segment=0/ | awk '{print $4}' | head -1)
-"${AWS[@]}" s3 cp "s3://acme/clicks/segment=0/$key" - >/tmp/silt-s3-one
-expect_eq "aws: cp to stdout equals the file" "$(md5sum </tmp/silt-s3-one)" "$(md5sum <"$SILT_DATA/dl/segment=0/$key")"
+"${AWS[@]}" s3 cp "s3://acme/clicks/segment=0/$key" - >$CONF_TMP/s3-one
+expect_eq "aws: cp to stdout equals the file" "$(md5sum <$CONF_TMP/s3-one)" "$(md5sum <"$SILT_DATA/dl/segment=0/$key")"
 # Concatenating a segment's chunks in name order gives the segment's events in order.
-"$SILT_BIN" read acme/clicks --segment 0 --from 0 >/tmp/silt-s3-seg0 2>/dev/null
-cat "$SILT_DATA"/dl/segment=0/* >/tmp/silt-s3-cat0
-check "aws: segment chunks in name order = native read of the segment" cmp /tmp/silt-s3-seg0 /tmp/silt-s3-cat0
+"$SILT_BIN" read acme/clicks --segment 0 --from 0 >$CONF_TMP/s3-seg0 2>/dev/null
+cat "$SILT_DATA"/dl/segment=0/* >$CONF_TMP/s3-cat0
+check "aws: segment chunks in name order = native read of the segment" cmp $CONF_TMP/s3-seg0 $CONF_TMP/s3-cat0
 check "aws: sync downloads" "${AWS[@]}" s3 sync s3://acme/clicks "$SILT_DATA/sync" --quiet
 expect_eq "aws: sync got the same files" "$(cd "$SILT_DATA/sync" && find . -type f | sort | xargs cat | md5sum)" "$(cd "$SILT_DATA/dl" && find . -type f | sort | xargs cat | md5sum)"
 etag=$("${AWS[@]}" s3api head-object --bucket acme --key "clicks/segment=0/$key" | jq -r .ETag | tr -d '"')
 expect_eq "aws: ETag is the MD5 of the bytes" "$etag" "$(md5sum <"$SILT_DATA/dl/segment=0/$key" | cut -d' ' -f1)"
 url=$("${AWS[@]}" s3 presign "s3://acme/clicks/segment=0/$key" --expires-in 60)
-expect_eq "aws: presigned URL works" "$(curl -s "$url" | md5sum)" "$(md5sum </tmp/silt-s3-one)"
+expect_eq "aws: presigned URL works" "$(curl -s "$url" | md5sum)" "$(md5sum <$CONF_TMP/s3-one)"
 expect_eq "aws: tampered presigned URL is 403" "$(curl -s -o /dev/null -w '%{http_code}' "${url/X-Amz-Expires=60/X-Amz-Expires=61}")" 403
-echo x >/tmp/silt-s3-up
-if "${AWS[@]}" s3 cp /tmp/silt-s3-up s3://acme/clicks/new.txt 2>/tmp/silt-s3-err; then fail "aws: upload refused"; else
-	check "aws: upload refused with AccessDenied" grep -q AccessDenied /tmp/silt-s3-err
+echo x >$CONF_TMP/s3-up
+if "${AWS[@]}" s3 cp $CONF_TMP/s3-up s3://acme/clicks/new.txt 2>$CONF_TMP/s3-err; then fail "aws: upload refused"; else
+	check "aws: upload refused with AccessDenied" grep -q AccessDenied $CONF_TMP/s3-err
 fi
-if "${AWS[@]}" s3 rm "s3://acme/clicks/segment=0/$key" 2>/tmp/silt-s3-err; then fail "aws: delete refused"; else
-	check "aws: delete refused with AccessDenied" grep -q AccessDenied /tmp/silt-s3-err
+if "${AWS[@]}" s3 rm "s3://acme/clicks/segment=0/$key" 2>$CONF_TMP/s3-err; then fail "aws: delete refused"; else
+	check "aws: delete refused with AccessDenied" grep -q AccessDenied $CONF_TMP/s3-err
 fi
-if "${AWS[@]}" s3 ls s3://other/ 2>/tmp/silt-s3-err; then fail "aws: ungranted bucket refused"; else
-	check "aws: ungranted bucket refused with AccessDenied" grep -q AccessDenied /tmp/silt-s3-err
+if "${AWS[@]}" s3 ls s3://other/ 2>$CONF_TMP/s3-err; then fail "aws: ungranted bucket refused"; else
+	check "aws: ungranted bucket refused with AccessDenied" grep -q AccessDenied $CONF_TMP/s3-err
 fi
-if AWS_SECRET_ACCESS_KEY=wrong "${AWS[@]}" s3 ls s3://acme/ 2>/tmp/silt-s3-err; then fail "aws: wrong secret refused"; else
-	check "aws: wrong secret → SignatureDoesNotMatch" grep -q SignatureDoesNotMatch /tmp/silt-s3-err
+if AWS_SECRET_ACCESS_KEY=wrong "${AWS[@]}" s3 ls s3://acme/ 2>$CONF_TMP/s3-err; then fail "aws: wrong secret refused"; else
+	check "aws: wrong secret → SignatureDoesNotMatch" grep -q SignatureDoesNotMatch $CONF_TMP/s3-err
 fi
 
 # s3cmd
 S3CMD=(s3cmd --access_key="$AK" --secret_key="$SK" --host="127.0.0.1:$S3_PORT" --host-bucket="127.0.0.1:$S3_PORT" --no-ssl --config=/dev/null)
 check "s3cmd: ls" sh -c "$(printf '%q ' "${S3CMD[@]}") ls s3://acme/clicks/segment=0/ | grep -q '$key'"
 check "s3cmd: get (MD5 checked)" "${S3CMD[@]}" get --force "s3://acme/clicks/segment=0/$key" "$SILT_DATA/s3cmd-one"
-check "s3cmd: same bytes" cmp "$SILT_DATA/s3cmd-one" /tmp/silt-s3-one
+check "s3cmd: same bytes" cmp "$SILT_DATA/s3cmd-one" $CONF_TMP/s3-one
 
 # rclone
 RC=":s3,provider=Other,endpoint='$S3',access_key_id=$AK,secret_access_key=$SK,force_path_style=true:"
