@@ -230,6 +230,14 @@ func (p *Producer) Send(ctx context.Context, key string, event []byte) (*Future,
 	q.pending = append(q.pending, record{data: slices.Clone(event), fut: f})
 	q.bytes += len(event)
 	p.mu.unacked++
+	// Keyless events move on once this segment has a full batch waiting,
+	// so that a fast sender spreads over the segments instead of piling
+	// onto one until its batch is taken.
+	if key == "" && (len(q.pending)%p.opts.MaxBatchEvents == 0 || q.bytes >= p.opts.MaxBatchBytes) {
+		if qs := p.mu.queues; qs[p.mu.rr%len(qs)] == q {
+			p.mu.rr++
+		}
+	}
 	p.mu.Unlock()
 	q.notify()
 	return f, nil

@@ -257,3 +257,43 @@ func TestProducerCloseAbandons(t *testing.T) {
 		t.Fatalf("abandoned event: %v", err)
 	}
 }
+
+// TestKeylessEventsSpread sends keyless events faster than batches are
+// taken and expects every segment to get some, in whole batches.
+func TestKeylessEventsSpread(t *testing.T) {
+	s := newServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	if _, err := c.CreateTenant(ctx, "acme", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateStream(ctx, "acme", StreamSpec{Name: "spread", Segments: 3}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.NewProducer("acme", "spread", ProducerOptions{MaxBatchEvents: 10, Linger: time.Hour, MaxInflight: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		if _, err := p.Send(ctx, "", []byte("e")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.GetStream(ctx, "acme", "spread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := uint64(0)
+	for _, sg := range st.Segments {
+		if sg.NextOffset == 0 {
+			t.Fatalf("segment %s got no keyless events: %+v", sg.ID, st.Segments)
+		}
+		total += sg.NextOffset
+	}
+	if total != 300 {
+		t.Fatalf("stored %d events, want 300", total)
+	}
+}
