@@ -35,6 +35,8 @@ var ops = map[string]func(*handler) error{
 	"LISTSTATUS_BATCH":      (*handler).listStatusBatch,
 	"OPEN":                  (*handler).open,
 	"GETCONTENTSUMMARY":     (*handler).contentSummary,
+	"GETQUOTAUSAGE":         (*handler).quotaUsage,
+	"GETSTATUS":             (*handler).fsStatus,
 	"GETFILECHECKSUM":       (*handler).fileChecksum,
 	"GETHOMEDIRECTORY":      (*handler).homeDirectory,
 	"GETTRASHROOT":          (*handler).trashRoot,
@@ -213,18 +215,55 @@ func (h *handler) walk(p string, fi view.FileInfo, sum *summary) error {
 	}
 }
 
-func (h *handler) contentSummary() error {
+// summarize walks the subtree at the request path.
+func (h *handler) summarize() (summary, error) {
+	var sum summary
 	fi, err := h.v.Stat(h.ctx(), h.path)
+	if err != nil {
+		return sum, err
+	}
+	err = h.walk(h.path, fi, &sum)
+	return sum, err
+}
+
+// contentSummary reports ecPolicy "Replicated", as HDFS does for content
+// that is not erasure coded: Hadoop's ContentSummary shows any other value
+// as "EC:<value>" (hadoop fs -count -e, -ls -e).
+func (h *handler) contentSummary() error {
+	sum, err := h.summarize()
 	if err != nil {
 		return err
 	}
-	var sum summary
-	if err := h.walk(h.path, fi, &sum); err != nil {
+	return h.json(map[string]any{"ContentSummary": map[string]any{
+		"directoryCount": sum.dirs, "ecPolicy": "Replicated", "fileCount": sum.files, "length": sum.length,
+		"quota": -1, "spaceConsumed": sum.length, "spaceQuota": -1, "typeQuota": map[string]any{},
+	}})
+}
+
+// quotaUsage answers GETQUOTAUSAGE (hadoop fs -count -u): no quotas, and
+// the subtree's entries and bytes as used.
+func (h *handler) quotaUsage() error {
+	sum, err := h.summarize()
+	if err != nil {
 		return err
 	}
-	return h.json(map[string]any{"ContentSummary": map[string]any{
-		"directoryCount": sum.dirs, "ecPolicy": "", "fileCount": sum.files, "length": sum.length,
-		"quota": -1, "spaceConsumed": sum.length, "spaceQuota": -1, "typeQuota": map[string]any{},
+	return h.json(map[string]any{"QuotaUsage": map[string]any{
+		"fileAndDirectoryCount": sum.dirs + sum.files, "quota": -1, "spaceConsumed": sum.length,
+		"spaceQuota": -1, "typeQuota": map[string]any{},
+	}})
+}
+
+// fsStatus answers GETSTATUS (hadoop fs -df). The store behind the view
+// has no capacity to report, so capacity is what the principal can see
+// under the path, all of it used, and nothing remains: the head is
+// read-only.
+func (h *handler) fsStatus() error {
+	sum, err := h.summarize()
+	if err != nil {
+		return err
+	}
+	return h.json(map[string]any{"FsStatus": map[string]int64{
+		"capacity": sum.length, "used": sum.length, "remaining": 0,
 	}})
 }
 

@@ -582,3 +582,39 @@ func TestDelegationTokens(t *testing.T) {
 	resp, b = e.do("PUT", "alice", "/webhdfs/v1/?op=CANCELDELEGATIONTOKEN", nil)
 	wantRemote(t, resp, b, 400, "IllegalArgumentException", iaeClass)
 }
+
+// TestSummaryOps covers what hadoop fs -count -e/-u, -ls -e and -df ask
+// for: Hadoop shows any ecPolicy but "Replicated" as "EC:<value>", and
+// GETQUOTAUSAGE and GETSTATUS used to be refused as unknown ops.
+func TestSummaryOps(t *testing.T) {
+	e := newTestEnv(t, DefaultConfig())
+	var wantLen int64
+	for p, d := range e.files {
+		if strings.HasPrefix(p, "/acme/clicks/") {
+			wantLen += int64(len(d))
+		}
+	}
+	var cs struct{ ContentSummary map[string]any }
+	e.getJSON("alice", "/webhdfs/v1/acme/clicks?op=GETCONTENTSUMMARY", &cs)
+	if cs.ContentSummary["ecPolicy"] != "Replicated" {
+		t.Fatalf("ecPolicy %v", cs.ContentSummary["ecPolicy"])
+	}
+	var qu struct{ QuotaUsage map[string]any }
+	e.getJSON("alice", "/webhdfs/v1/acme/clicks?op=GETQUOTAUSAGE", &qu)
+	if q := qu.QuotaUsage; q["fileAndDirectoryCount"] != 7.0 || q["spaceConsumed"] != float64(wantLen) ||
+		q["quota"] != -1.0 || q["spaceQuota"] != -1.0 || q["typeQuota"] == nil {
+		t.Fatalf("quota usage %v", q)
+	}
+	var st struct{ FsStatus map[string]any }
+	e.getJSON("alice", "/webhdfs/v1/acme/clicks?op=getstatus", &st)
+	if s := st.FsStatus; s["capacity"] != float64(wantLen) || s["used"] != float64(wantLen) || s["remaining"] != 0.0 {
+		t.Fatalf("fs status %v", s)
+	}
+	// Both go through the principal's view.
+	for _, op := range []string{"GETQUOTAUSAGE", "GETSTATUS"} {
+		resp, b := e.get("alice", "/webhdfs/v1/other/logs?op="+op)
+		wantRemote(t, resp, b, 403, "AccessControlException", "org.apache.hadoop.security.AccessControlException")
+		resp, b = e.get("alice", "/webhdfs/v1/acme/nope?op="+op)
+		wantRemote(t, resp, b, 404, "FileNotFoundException", "java.io.FileNotFoundException")
+	}
+}
