@@ -25,6 +25,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/internal/httpserve"
 )
 
 // Config configures the API server.
@@ -195,35 +196,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 	if el, err := zap.NewStdLogAt(s.log.Named("http"), zap.DebugLevel); err == nil {
 		hs.ErrorLog = el
 	}
-	if tlsCfg != nil {
-		hs.TLSConfig = tlsCfg.Clone()
+	if err := httpserve.Serve(ctx, hs, ln, tlsCfg, s.cfg.ShutdownTimeout, s.stopDrain); err != nil {
+		return fmt.Errorf("api: %w", err)
 	}
-	errc := make(chan error, 1)
-	go func() {
-		if tlsCfg != nil {
-			errc <- hs.ServeTLS(ln, "", "")
-		} else {
-			errc <- hs.Serve(ln)
-		}
-	}()
-	select {
-	case err := <-errc:
-		s.stopDrain()
-		return fmt.Errorf("api: serve: %w", err)
-	case <-ctx.Done():
-	}
-	s.stopDrain()
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-	defer cancel()
-	err := hs.Shutdown(sctx)
-	if err != nil {
-		hs.Close()
-		err = fmt.Errorf("api: shutdown: %w", err)
-	}
-	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = fmt.Errorf("api: serve: %w", serr)
-	}
-	return err
+	return nil
 }
 
 // shuttingDown returns a context that ends when parent does or when the

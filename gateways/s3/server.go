@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/internal/httpserve"
 	"github.com/silt-io/silt/view"
 )
 
@@ -56,40 +57,15 @@ func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 // Serve serves on ln (with TLS when tlsCfg is not nil) until ctx is
 // cancelled, then shuts down gracefully for up to 5 seconds.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config) error {
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
-	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          zap.NewStdLog(s.log),
 	}
-	// stopped ends the shutdown goroutine when Serve fails on its own, so
-	// that it does not outlive Serve waiting for ctx.
-	stopped := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		select {
-		case <-ctx.Done():
-		case <-stopped:
-			return
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			srv.Close()
-		}
-	}()
-	err := srv.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		<-done
-		return nil
+	if err := httpserve.Serve(ctx, srv, ln, tlsCfg, 5*time.Second, nil); err != nil {
+		return fmt.Errorf("s3: %w", err)
 	}
-	close(stopped)
-	<-done
-	srv.Close()
-	return fmt.Errorf("s3: serve: %w", err)
+	return nil
 }
 
 func newRequestID() string {
