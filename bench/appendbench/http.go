@@ -28,7 +28,7 @@ type server struct {
 	stop    chan struct{}
 }
 
-func startServer(bin, dir string) (*server, error) {
+func startServer(bin, dir string, extra []string) (*server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -36,7 +36,8 @@ func startServer(bin, dir string) (*server, error) {
 	addr := ln.Addr().String()
 	ln.Close()
 	data := filepath.Join(dir, "http-server")
-	cmd := exec.Command(bin, "serve", "--core.dir", data, "--api.listen", addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn")
+	args := append([]string{"serve", "--core.dir", data, "--api.listen", addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (run make build first): %w", bin, err)
@@ -102,8 +103,8 @@ func (s *server) close() {
 
 // httpRuns measures appends over HTTP: synchronous single-event appends
 // with 1, 16 and 256 producers, then 256 batching SDK producers.
-func httpRuns(bin, dir string, dur time.Duration) ([]result, error) {
-	srv, err := startServer(bin, dir)
+func httpRuns(bin, dir string, dur time.Duration, extra []string) ([]result, error) {
+	srv, err := startServer(bin, dir, extra)
 	if err != nil {
 		return nil, err
 	}

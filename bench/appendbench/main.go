@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,7 @@ func main() {
 	dur := flag.Duration("duration", 3*time.Second, "length of each case")
 	silt := flag.String("silt", "bin/silt", "silt binary for the HTTP cases (build with make build)")
 	httpCases := flag.Bool("http", true, "run the HTTP cases against a silt serve child process")
+	serverFlags := flag.String("server-flags", "", "extra flags for the silt serve child, space separated (e.g. --api.max_inflight_bytes=67108864)")
 	flag.Parse()
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		fatal(err)
@@ -69,7 +71,7 @@ func main() {
 		rs = append(rs, inProcess(*dir, n, *dur))
 	}
 	if *httpCases {
-		hr, err := httpRuns(*silt, *dir, *dur)
+		hr, err := httpRuns(*silt, *dir, *dur, strings.Fields(*serverFlags))
 		if err != nil {
 			fatal(err)
 		}

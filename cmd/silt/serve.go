@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,11 @@ type serveConfig struct {
 	Auth authConfig     `koanf:"auth"`
 	TLS  tlsconf.Config `koanf:"tls"`
 	Log  logging.Config `koanf:"log"`
+	Run  runtimeConfig  `koanf:"runtime"`
+}
+
+type runtimeConfig struct {
+	MemoryLimitBytes int64 `koanf:"memory_limit_bytes" help:"soft memory limit for the Go runtime (0: unset, GOMEMLIMIT applies); the GC works harder near it instead of letting the heap double"`
 }
 
 type authConfig struct {
@@ -65,6 +71,9 @@ func defaultServeConfig() serveConfig {
 }
 
 func (c serveConfig) Validate() error {
+	if c.Run.MemoryLimitBytes < 0 {
+		return fmt.Errorf("runtime.memory_limit_bytes must not be negative")
+	}
 	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate())
 }
 
@@ -147,6 +156,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 
 // serve runs the server until ctx is cancelled.
 func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
+	if cfg.Run.MemoryLimitBytes > 0 {
+		debug.SetMemoryLimit(cfg.Run.MemoryLimitBytes)
+	}
 	store, err := core.Open(cfg.Core, log.Named("core"))
 	if err != nil {
 		return err
@@ -208,7 +220,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("webhdfs signing key: %w", err)
 	}
-	hdfssrv, err := webhdfs.New(cfg.HDFS, tv, acls.Authenticate, authz, signKey, log.Named("webhdfs"))
+	hdfssrv, err := webhdfs.New(cfg.HDFS, tv, acls.Authenticate, acls.IssueToken, authz, signKey, log.Named("webhdfs"))
 	if err != nil {
 		return err
 	}
