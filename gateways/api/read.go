@@ -331,7 +331,7 @@ func (r *streamReader) round(ctx context.Context, maxEvents int) ([]outEvent, er
 				break
 			}
 			want := min(share, remaining)
-			res, err := r.s.store.Read(ctx, core.ReadRequest{
+			res, err := r.s.readSegment(ctx, core.ReadRequest{
 				Tenant: r.st.Tenant, Stream: r.st.Name, Segment: r.pos[i].segment,
 				From: r.pos[i].next, MaxEvents: want,
 				// Never below one event's worth, so that a large event

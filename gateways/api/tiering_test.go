@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,6 +27,10 @@ func (f stuckTiering) StreamStatus(tenant, stream string) (any, error) {
 		return nil, errors.New("status unavailable")
 	}
 	return map[string]any{"segments": []map[string]any{{"segment": "0", "tiered_offset": 7}}}, nil
+}
+
+func (f stuckTiering) ReadTiered(ctx context.Context, tenant, stream, segment string, from uint64, maxEvents, maxBytes int) ([]core.Event, uint64, error) {
+	return nil, from, nil
 }
 
 func TestTieringBackpressureAndDescribe(t *testing.T) {
