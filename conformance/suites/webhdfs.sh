@@ -7,7 +7,9 @@
 # Hadoop authenticates two ways here: the user.name simple mode (silt started
 # with --webhdfs.insecure_user_name, HADOOP_USER_NAME naming the principal) and
 # silt bearer tokens through Hadoop's OAuth2 support, with the suite's own
-# io.silt.conformance.StaticTokenProvider handing Hadoop a fixed token.
+# io.silt.conformance.StaticTokenProvider handing Hadoop a fixed token and
+# with Hadoop's ConfCredentialBasedAccessTokenProvider getting one from the
+# head's OAuth2 token endpoint. HdfsCLI (PyPI hdfs) reads in user.name mode.
 need java default-jdk-headless || return
 need javac default-jdk-headless || return
 need mvn maven || return
@@ -154,7 +156,75 @@ fi
 if fs "${OAUTH[@]}" -D silt.webhdfs.token=silt_not_a_real_token -ls "$W/acme/clicks"; then fail "hadoop oauth2: a wrong token is refused"; else
 	pass "hadoop oauth2: a wrong token is refused"
 fi
+
+# --- Hadoop FsShell, OAuth2 client credentials against silt's token endpoint ---
+# Hadoop's own ConfCredentialBasedAccessTokenProvider trades the principal's
+# API token for a short-lived access token at $HDFS/oauth2/token.
+OAUTH_CC=(-D dfs.webhdfs.oauth2.enabled=true
+	-D dfs.webhdfs.oauth2.access.token.provider=org.apache.hadoop.hdfs.web.oauth2.ConfCredentialBasedAccessTokenProvider
+	-D dfs.webhdfs.oauth2.client.id=analyst
+	-D dfs.webhdfs.oauth2.refresh.url=$HDFS/oauth2/token)
+expect_eq "hadoop oauth2 client credentials: -ls -R" "$(fs "${OAUTH_CC[@]}" -D "dfs.webhdfs.oauth2.credential=$ANALYST_TOKEN" -ls -R "$W/acme/clicks" | md5sum)" "$(md5sum <"$WD/ls")"
+for s in 0 1; do
+	fs "${OAUTH_CC[@]}" -D "dfs.webhdfs.oauth2.credential=$ANALYST_TOKEN" -cat "$W/acme/clicks/segment=$s/*.txt" >"$WD/oauth-cc-cat$s"
+	check "hadoop oauth2 client credentials: -cat segment=$s = native read" cmp "$WD/oauth-cc-cat$s" "$WD/native$s"
+done
+if fs "${OAUTH_CC[@]}" -D "dfs.webhdfs.oauth2.credential=$ANALYST_TOKEN" -mkdir "$W/acme/clicks/newdir"; then
+	fail "hadoop oauth2 client credentials: -mkdir refused"
+else
+	check "hadoop oauth2 client credentials: -mkdir refused as read-only" grep -q 'read-only' "$WD/fs.err"
+fi
+if fs "${OAUTH_CC[@]}" -D dfs.webhdfs.oauth2.credential=silt_not_a_real_token -ls "$W/acme/clicks"; then
+	fail "hadoop oauth2 client credentials: a wrong credential is refused"
+else
+	check "hadoop oauth2 client credentials: a wrong credential is refused" grep -q 'Unable to obtain access token' "$WD/fs.err"
+fi
+tok_json=$(curl -s -d grant_type=client_credentials -d client_id=analyst --data-urlencode "client_secret=$ANALYST_TOKEN" "$HDFS/oauth2/token")
+expect_eq "token endpoint: bearer token for an hour" "$(jq -r '"\(.token_type) \(.expires_in)"' <<<"$tok_json")" "bearer 3600"
+expect_eq "token endpoint: the access token is labelled webhdfs-oauth2" \
+	"$("$SILT_BIN" token list analyst -o json | jq -r '[.[] | select(.label == "webhdfs-oauth2")] | length > 0')" "true"
+expect_eq "token endpoint: another principal's token is invalid_client" \
+	"$(curl -s -o /dev/null -w '%{http_code} ' -d grant_type=client_credentials -d client_id=root --data-urlencode "client_secret=$ANALYST_TOKEN" "$HDFS/oauth2/token")$(curl -s -d grant_type=client_credentials -d client_id=root --data-urlencode "client_secret=$ANALYST_TOKEN" "$HDFS/oauth2/token" | jq -r .error)" \
+	"401 invalid_client"
 export HADOOP_USER_NAME=root
+
+# --- HdfsCLI (PyPI hdfs) ---------------------------------------------------------
+python3 -c 'import hdfs' 2>/dev/null || python3 -m pip install -q hdfs >/dev/null 2>&1
+if ! python3 -c 'import hdfs' 2>/dev/null; then
+	fail "hdfscli: cannot install hdfs (PyPI)"
+else
+	check "hdfscli: list, status and read match the native read; a write fails" python3 - "$HDFS" "$WD" <<'PY'
+import sys, hdfs
+url, wd = sys.argv[1], sys.argv[2]
+c = hdfs.InsecureClient(url, user="root")
+assert sorted(c.list("/acme/clicks")) == ["_manifest.json", "segment=0", "segment=1"], c.list("/acme/clicks")
+assert c.status("/acme/clicks/segment=0")["type"] == "DIRECTORY"
+assert c.status("/acme/clicks/nope", strict=False) is None
+for s in (0, 1):
+    d = f"/acme/clicks/segment={s}"
+    chunks = sorted(c.list(d))
+    assert chunks and all(n.endswith(".txt") for n in chunks), chunks
+    data = b""
+    for n in chunks:
+        st = c.status(f"{d}/{n}")
+        with c.read(f"{d}/{n}") as r:
+            body = r.read()
+        assert st["type"] == "FILE" and st["length"] == len(body), (n, st, len(body))
+        data += body
+    assert data == open(f"{wd}/native{s}", "rb").read(), s
+    with c.read(f"{d}/{chunks[0]}", offset=5, length=50) as r:
+        part = r.read()
+    with c.read(f"{d}/{chunks[0]}") as r:
+        assert part == r.read()[5:55]
+try:
+    c.write("/acme/clicks/hdfscli.txt", data=b"x")
+except hdfs.HdfsError as e:
+    assert "read-only" in str(e), e
+else:
+    raise AssertionError("write succeeded")
+assert c.status("/acme/clicks/hdfscli.txt", strict=False) is None
+PY
+fi
 
 # --- fsspec --------------------------------------------------------------------
 check "fsspec: ls, info, cat, find and open/seek match the native read; writes fail" python3 - "$HDFS_PORT" "$WD" <<'PY'

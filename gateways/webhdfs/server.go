@@ -38,6 +38,8 @@ type Server struct {
 	cfg        Config
 	view       view.View
 	authn      func(secret string) (acl.Principal, error)
+	issue      TokenIssuer // nil: no OAuth2 token endpoint
+	issued     issuedTokens
 	authz      acl.Authorizer
 	signingKey []byte
 	log        *zap.Logger
@@ -50,8 +52,9 @@ const minKeyLen = 16
 // New builds a Server over v. authn resolves a bearer secret to its
 // principal (acl.Store.Authenticate), authz decides what each principal
 // may read, and signingKey authenticates the data URLs OPEN redirects to;
-// a key that changes on restart only invalidates URLs in flight.
-func New(cfg Config, v view.View, authn func(secret string) (acl.Principal, error), authz acl.Authorizer, signingKey []byte, log *zap.Logger) (*Server, error) {
+// a key that changes on restart only invalidates URLs in flight. issue,
+// if not nil, backs the OAuth2 token endpoint at /oauth2/token.
+func New(cfg Config, v view.View, authn func(secret string) (acl.Principal, error), issue TokenIssuer, authz acl.Authorizer, signingKey []byte, log *zap.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,7 +70,7 @@ func New(cfg Config, v view.View, authn func(secret string) (acl.Principal, erro
 	if cfg.InsecureUserName {
 		log.Warn("webhdfs: insecure_user_name is on: any client can act as any principal by naming it in user.name=")
 	}
-	return &Server{cfg: cfg, view: v, authn: authn, authz: authz, signingKey: append([]byte(nil), signingKey...), log: log, now: time.Now}, nil
+	return &Server{cfg: cfg, view: v, authn: authn, issue: issue, authz: authz, signingKey: append([]byte(nil), signingKey...), log: log, now: time.Now}, nil
 }
 
 // Handler returns the HTTP handler of the WebHDFS API.
@@ -108,6 +111,10 @@ var tokenOps = map[string]bool{"RENEWDELEGATIONTOKEN": true, "CANCELDELEGATIONTO
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Server", "silt")
+	if r.URL.Path == oauth2Path {
+		s.serveOAuth2Token(w, r)
+		return
+	}
 	var op string
 	for k, vs := range r.URL.Query() {
 		if strings.EqualFold(k, "op") && len(vs) > 0 {

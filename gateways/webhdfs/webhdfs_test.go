@@ -89,7 +89,7 @@ func newTestEnv(t *testing.T, cfg Config) *testEnv {
 		t.Fatal(err)
 	}
 	mem := viewtest.NewMemView(viewtest.Fixture{Files: e.files}, mtime)
-	e.srv, err = New(cfg, mem, store.Authenticate, store, []byte("0123456789abcdef0123"), nil)
+	e.srv, err = New(cfg, mem, store.Authenticate, store.IssueToken, store, []byte("0123456789abcdef0123"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
