@@ -89,13 +89,38 @@ func (s *Store) IssueToken(principal, label string, ttl time.Duration) (secret s
 		e.info.Expires = now.Add(ttl)
 	}
 	key := prefixToken + hex.EncodeToString(e.hash[:])
-	if err := s.kv.Commit(map[string][]byte{key: encode(e.info)}, nil); err != nil {
+	// Expired tokens of the same principal go in the same commit, so that
+	// short-lived tokens issued again and again (OAuth2 grants) do not pile
+	// up in the catalog and in memory.
+	expired := s.expiredTokens(principal, now)
+	var del []string
+	for _, h := range expired {
+		del = append(del, prefixToken+hex.EncodeToString(h[:]))
+	}
+	if err := s.kv.Commit(map[string][]byte{key: encode(e.info)}, del); err != nil {
 		return "", TokenInfo{}, fmt.Errorf("acl: issue token for %q: %w", principal, err)
 	}
 	s.mu.Lock()
+	for _, h := range expired {
+		delete(s.mu.tokens, h)
+	}
 	s.mu.tokens[e.hash] = e
 	s.mu.Unlock()
 	return secret, e.info, nil
+}
+
+// expiredTokens lists the hashes of principal's tokens that expired before
+// now. It must be called with writeMu held.
+func (s *Store) expiredTokens(principal string, now time.Time) [][sha256.Size]byte {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out [][sha256.Size]byte
+	for h, e := range s.mu.tokens {
+		if e.info.Principal == principal && !e.info.Expires.IsZero() && e.info.Expires.Before(now) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // unusedTokenID must be called with writeMu held.

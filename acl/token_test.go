@@ -167,3 +167,34 @@ func BenchmarkAuthenticate(b *testing.B) {
 		}
 	}
 }
+
+// TestExpiredTokensPrunedOnIssue: tokens that have expired are removed when
+// their principal is issued a new one, so repeated short-lived grants do
+// not accumulate.
+func TestExpiredTokensPrunedOnIssue(t *testing.T) {
+	e := newEnv(t)
+	e.principal("alice")
+	e.principal("bob")
+	e.token("alice", time.Minute)
+	e.token("alice", time.Minute)
+	keep, _ := e.token("alice", 0)
+	e.token("bob", time.Minute)
+	e.clk.advance(time.Hour)
+	fresh, _ := e.token("alice", time.Hour)
+	list, err := e.s.ListTokens("alice")
+	if err != nil || len(list) != 2 {
+		t.Fatalf("alice's tokens after pruning = %+v, %v; want the permanent and the fresh one", list, err)
+	}
+	for _, sec := range []string{keep, fresh} {
+		if p, err := e.s.Authenticate(sec); err != nil || p.Name != "alice" {
+			t.Fatalf("live token lost by pruning: %v %v", p, err)
+		}
+	}
+	if list, _ := e.s.ListTokens("bob"); len(list) != 1 {
+		t.Fatalf("bob's expired token pruned by alice's issue: %+v", list)
+	}
+	e.reopen() // the pruning was committed, not only done in memory
+	if list, _ := e.s.ListTokens("alice"); len(list) != 2 {
+		t.Fatalf("after reopen alice has %d tokens, want 2", len(list))
+	}
+}
