@@ -23,14 +23,26 @@ type StreamSpec struct {
 	Segments int               `json:"segments,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
 	Group    string            `json:"group,omitempty"`
+	// Retention, if set, bounds the stream's tier-2 history.
+	Retention *Retention `json:"retention,omitempty"`
+}
+
+// Retention bounds a stream's tier-2 history: whole chunks are deleted,
+// oldest first, once their newest event is older than MaxAge or while the
+// stream's tier-2 bytes exceed MaxBytes. Zero (empty) bounds keep forever.
+type Retention struct {
+	// MaxAge is a Go duration string ("720h").
+	MaxAge   string `json:"max_age,omitempty"`
+	MaxBytes int64  `json:"max_bytes,omitempty"`
 }
 
 // StreamConfig is a stream's configuration, fixed at creation.
 type StreamConfig struct {
-	Encoding string            `json:"encoding"`
-	Segments int               `json:"segments"`
-	Metadata map[string]string `json:"metadata,omitempty"`
-	Group    string            `json:"group,omitempty"`
+	Encoding  string            `json:"encoding"`
+	Segments  int               `json:"segments"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Group     string            `json:"group,omitempty"`
+	Retention *Retention        `json:"retention,omitempty"`
 }
 
 // Segment is one segment's state. It owns routing keys whose KeyHash is in
@@ -63,14 +75,16 @@ type Tiering struct {
 
 // SegmentTiering is one segment's tier-2 state.
 type SegmentTiering struct {
-	Segment      string    `json:"segment"`
-	TieredOffset uint64    `json:"tiered_offset"`
-	Chunks       int       `json:"chunks"`
-	TieredBytes  int64     `json:"tiered_bytes"`
-	PendingBytes int64     `json:"pending_bytes"`
-	LagNanos     int64     `json:"lag_ns"`
-	LastSeal     time.Time `json:"last_seal,omitzero"`
-	LastError    string    `json:"last_error,omitempty"`
+	Segment      string `json:"segment"`
+	TieredOffset uint64 `json:"tiered_offset"`
+	// FirstTieredOffset is the oldest offset tier 2 still holds.
+	FirstTieredOffset uint64    `json:"first_tiered_offset"`
+	Chunks            int       `json:"chunks"`
+	TieredBytes       int64     `json:"tiered_bytes"`
+	PendingBytes      int64     `json:"pending_bytes"`
+	LagNanos          int64     `json:"lag_ns"`
+	LastSeal          time.Time `json:"last_seal,omitzero"`
+	LastError         string    `json:"last_error,omitempty"`
 }
 
 // AppendOptions picks where a batch goes and makes it idempotent.

@@ -48,6 +48,20 @@ type StreamConfig struct {
 	Segments int               `json:"segments"`
 	Metadata map[string]string `json:"metadata,omitempty"`
 	Group    string            `json:"group,omitempty"`
+	// Retention bounds how much of the stream tier 2 keeps.
+	Retention Retention `json:"retention,omitzero"`
+}
+
+// Retention bounds a stream's tier-2 history; the tier policy deletes
+// whole chunks, oldest first, once either bound is exceeded. Zero fields
+// keep forever. Tier 1 is never trimmed by retention: it holds only what
+// is not yet in tier 2.
+type Retention struct {
+	// MaxAge drops a chunk once its newest event is older than this.
+	MaxAge time.Duration `json:"max_age,omitempty"`
+	// MaxBytes bounds the stream's tiered bytes summed over all its
+	// segments; the globally oldest chunks go first.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
 }
 
 // Stream describes a stream and its segments.

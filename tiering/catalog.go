@@ -19,6 +19,7 @@ import (
 //	tier/g/<tenant>/<stream>/<segment>           SegmentRecord
 //	tier/c/<tenant>/<stream>/<segment>/<first>   ChunkRecord (first: %020d)
 //	tier/u/<tenant>/<stream>/<segment>           uploadIntent
+//	tier/d/<tenant>/<stream>/<segment>/<first>   deleteIntent (first: %020d)
 //
 // Tenant, stream and segment names cannot hold '/', so the separators keep
 // one stream's range apart from another's whose name it prefixes.
@@ -27,6 +28,7 @@ const (
 	keySegment = "tier/g/"
 	keyChunk   = "tier/c/"
 	keyIntent  = "tier/u/"
+	keyDelete  = "tier/d/"
 )
 
 // StreamRecord is written when tiering first sees a stream (incarnation).
@@ -43,7 +45,10 @@ type StreamRecord struct {
 type SegmentRecord struct {
 	// Tiered is the offset after the last tiered event: [0, Tiered) is in
 	// tier 2 (or was, before retention).
-	Tiered   uint64    `json:"tiered"`
+	Tiered uint64 `json:"tiered"`
+	// First is the first offset still in tier 2: retention has deleted
+	// the chunks of [0, First). Chunks and Bytes count [First, Tiered).
+	First    uint64    `json:"first,omitempty"`
 	Chunks   int       `json:"chunks"`
 	Bytes    int64     `json:"bytes"`
 	LastSeal time.Time `json:"last_seal,omitzero"`
@@ -71,6 +76,13 @@ type uploadIntent struct {
 	Key string `json:"key"`
 }
 
+// deleteIntent names the object of a chunk whose record retention has
+// removed, committed with that removal, so that an object left behind by a
+// crash before its deletion is deleted at the next start.
+type deleteIntent struct {
+	Key string `json:"key"`
+}
+
 func streamKey(tenant, stream string) string { return keyStream + tenant + "/" + stream }
 func segmentKey(tenant, stream, seg string) string {
 	return keySegment + tenant + "/" + stream + "/" + seg
@@ -80,6 +92,12 @@ func intentKey(tenant, stream, seg string) string {
 }
 func chunkPrefix(tenant, stream, seg string) string {
 	return keyChunk + tenant + "/" + stream + "/" + seg + "/"
+}
+func deletePrefix(tenant, stream, seg string) string {
+	return keyDelete + tenant + "/" + stream + "/" + seg + "/"
+}
+func deleteKey(tenant, stream, seg string, first uint64) string {
+	return fmt.Sprintf("%s%020d", deletePrefix(tenant, stream, seg), first)
 }
 func chunkKey(tenant, stream, seg string, first uint64) string {
 	return fmt.Sprintf("%s%020d", chunkPrefix(tenant, stream, seg), first)

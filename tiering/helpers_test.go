@@ -18,12 +18,24 @@ import (
 type clock struct {
 	mu  sync.Mutex
 	off time.Duration
+	// fixed, if set, stops the clock there.
+	fixed time.Time
 }
 
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.fixed.IsZero() {
+		return c.fixed
+	}
 	return time.Now().Add(c.off)
+}
+
+// Set stops the clock at at.
+func (c *clock) Set(at time.Time) {
+	c.mu.Lock()
+	c.fixed = at
+	c.mu.Unlock()
 }
 
 func (c *clock) Advance(d time.Duration) {
@@ -106,13 +118,18 @@ func (e *env) scan() { e.tr.scan(context.Background()) }
 
 func (e *env) createStream(tenant, name string, enc core.Encoding, segments int) {
 	e.t.Helper()
+	e.createStreamConfig(tenant, name, core.StreamConfig{Encoding: enc, Segments: segments})
+}
+
+func (e *env) createStreamConfig(tenant, name string, cfg core.StreamConfig) {
+	e.t.Helper()
 	ctx := context.Background()
 	if _, err := e.store.GetTenant(ctx, tenant); err != nil {
 		if _, err := e.store.CreateTenant(ctx, tenant, nil); err != nil {
 			e.t.Fatal(err)
 		}
 	}
-	if _, err := e.store.CreateStream(ctx, tenant, name, core.StreamConfig{Encoding: enc, Segments: segments}); err != nil {
+	if _, err := e.store.CreateStream(ctx, tenant, name, cfg); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -12,6 +12,7 @@ type metrics struct {
 	chunks        prometheus.Counter
 	bytes         prometheus.Counter
 	errors        prometheus.Counter
+	retained      prometheus.Counter
 	uploadSeconds prometheus.Histogram
 	visibility    prometheus.Histogram
 }
@@ -27,6 +28,9 @@ func newMetrics(reg prometheus.Registerer, t *Tierer) (*metrics, error) {
 		}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "silt_tier_errors_total", Help: "Failed tiering attempts (reads, uploads, commits); each is retried.",
+		}),
+		retained: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "silt_tier_chunks_retention_deleted_total", Help: "Tier-2 chunks deleted by stream retention.",
 		}),
 		uploadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "silt_tier_upload_seconds", Help: "Time to upload one chunk to tier 2.",
@@ -60,7 +64,7 @@ func newMetrics(reg prometheus.Registerer, t *Tierer) (*metrics, error) {
 		})
 		return max
 	})
-	m.collectors = []prometheus.Collector{m.chunks, m.bytes, m.errors, m.uploadSeconds, m.visibility, backlog, lag}
+	m.collectors = []prometheus.Collector{m.chunks, m.bytes, m.errors, m.retained, m.uploadSeconds, m.visibility, backlog, lag}
 	if reg == nil {
 		return m, nil
 	}

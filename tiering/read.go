@@ -92,6 +92,13 @@ func (t *Tierer) ReadTiered(ctx context.Context, tenant, stream, segment string,
 	for {
 		evs, err := t.readChunk(ctx, srec.Encoding, c)
 		if err != nil {
+			if ok, gerr := getJSON(t.cat, chunkKey(tenant, stream, segment, c.FirstOffset), &ChunkRecord{}); gerr == nil && !ok {
+				// Retention deleted the chunk while it was being read.
+				if len(out) > 0 {
+					return out, next, nil
+				}
+				return nil, from, fmt.Errorf("%w: offset %d of segment %s of %s/%s is no longer in tier 2", core.ErrOutOfRange, from, segment, tenant, stream)
+			}
 			return nil, from, err
 		}
 		for _, e := range evs[next-c.FirstOffset:] {

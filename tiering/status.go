@@ -20,8 +20,11 @@ type SegmentStatus struct {
 	Segment string `json:"segment"`
 	// TieredOffset is the offset after the last event in tier 2.
 	TieredOffset uint64 `json:"tiered_offset"`
-	Chunks       int    `json:"chunks"`
-	TieredBytes  int64  `json:"tiered_bytes"`
+	// FirstTieredOffset is the first offset still in tier 2; retention
+	// has deleted what was below it.
+	FirstTieredOffset uint64 `json:"first_tiered_offset"`
+	Chunks            int    `json:"chunks"`
+	TieredBytes       int64  `json:"tiered_bytes"`
 	// PendingBytes are encoded bytes acknowledged but not yet in tier 2
 	// (as of the last scan).
 	PendingBytes int64 `json:"pending_bytes"`
@@ -43,7 +46,7 @@ func (t *Tierer) Status(tenant, stream string) (StreamStatus, error) {
 	if ss != nil {
 		for _, s := range ss.segs {
 			st := SegmentStatus{
-				Segment: s.id, TieredOffset: s.rec.Tiered, Chunks: s.rec.Chunks, TieredBytes: s.rec.Bytes,
+				Segment: s.id, TieredOffset: s.rec.Tiered, FirstTieredOffset: s.rec.First, Chunks: s.rec.Chunks, TieredBytes: s.rec.Bytes,
 				PendingBytes: s.pending, LastSeal: s.rec.LastSeal, RetryAt: s.retryAt,
 			}
 			if s.pending > 0 && !s.oldest.IsZero() {

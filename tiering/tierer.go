@@ -20,6 +20,11 @@
 // start (or before the segment's next upload), and the range is tiered
 // again from the catalog's offset. Object names are derived from offsets,
 // so a re-upload of the same range overwrites rather than duplicates.
+//
+// Retention (retention.go) runs the same way in reverse: the chunk record
+// goes, together with a delete intent naming its object, in one synced
+// batch; then the object is deleted and the intent dropped. A crash in
+// between leaves an intent whose object the next start deletes.
 package tiering
 
 import (
@@ -67,6 +72,8 @@ type Tierer struct {
 	buf   []byte
 	hooks struct {
 		beforeCommit func() error // tests: fail between upload and commit
+		// tests: fail between a retention commit and the object's deletion
+		beforeRetentionDelete func() error
 	}
 
 	// mu guards the state below. Only the scanning goroutine writes it;
@@ -194,9 +201,15 @@ func (t *Tierer) recover(ctx context.Context) error {
 	}
 	if len(intents) > 0 {
 		t.log.Info("removed interrupted tier-2 uploads", zap.Int("count", len(intents)))
-		return t.cat.Commit(nil, intents)
+		if err := t.cat.Commit(nil, intents); err != nil {
+			return err
+		}
 	}
-	return nil
+	n, err := t.finishDeletes(ctx, keyDelete)
+	if n > 0 {
+		t.log.Info("removed tier-2 objects of chunks dropped by retention before a restart", zap.Int("count", n))
+	}
+	return err
 }
 
 // removeStream deletes a stream's tier-2 objects and catalog entries. The
@@ -214,6 +227,9 @@ func (t *Tierer) removeStream(ctx context.Context, r StreamRecord) error {
 	}
 	for _, seg := range r.Segments {
 		if err := t.cat.DeletePrefix(chunkPrefix(r.Tenant, r.Stream, seg)); err != nil {
+			return err
+		}
+		if err := t.cat.DeletePrefix(deletePrefix(r.Tenant, r.Stream, seg)); err != nil {
 			return err
 		}
 	}
@@ -244,6 +260,7 @@ func (t *Tierer) scan(ctx context.Context) {
 		for i, info := range st.Segments {
 			t.scanSegment(ctx, ss, ss.segs[i], info)
 		}
+		t.retain(ctx, ss, st.Config.Retention)
 	}
 	t.mu.Lock()
 	var gone []*streamState
@@ -458,7 +475,7 @@ build:
 	}
 	now := t.now()
 	c.Sealed = now.UTC()
-	rec := SegmentRecord{Tiered: off, Chunks: seg.rec.Chunks + 1, Bytes: seg.rec.Bytes + c.Size, LastSeal: c.Sealed}
+	rec := SegmentRecord{Tiered: off, First: seg.rec.First, Chunks: seg.rec.Chunks + 1, Bytes: seg.rec.Bytes + c.Size, LastSeal: c.Sealed}
 	cv, _ := json.Marshal(c)
 	sv, _ := json.Marshal(rec)
 	err := t.cat.Commit(map[string][]byte{

@@ -1,12 +1,15 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/core"
 )
 
 func TestProbesMetricsAndSpec(t *testing.T) {
@@ -254,6 +257,54 @@ func TestStreams(t *testing.T) {
 	e.must(http.StatusOK, req{method: "GET", path: "/v1/tenants/acme/streams/clicks", token: web})
 	e.must(http.StatusNoContent, req{method: "DELETE", path: "/v1/tenants/acme/streams/clicks"})
 	e.must(http.StatusNotFound, req{method: "GET", path: "/v1/tenants/acme/streams/clicks"})
+}
+
+func TestStreamRetention(t *testing.T) {
+	e := newEnv(t)
+	e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants", body: []byte(`{"name":"acme"}`)})
+	var st streamJSON
+	e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants/acme/streams",
+		body: []byte(`{"name":"kept","retention":{"max_age":"720h","max_bytes":1073741824}}`)}).json(t, &st)
+	want := retentionJSON{MaxAge: "720h0m0s", MaxBytes: 1 << 30}
+	if st.Config.Retention == nil || *st.Config.Retention != want {
+		t.Fatalf("created with retention %+v, want %+v", st.Config.Retention, want)
+	}
+	st = streamJSON{}
+	e.must(http.StatusOK, req{method: "GET", path: "/v1/tenants/acme/streams/kept"}).json(t, &st)
+	if st.Config.Retention == nil || *st.Config.Retention != want {
+		t.Fatalf("described retention %+v, want %+v", st.Config.Retention, want)
+	}
+	if got, err := e.store.GetStream(context.Background(), "acme", "kept"); err != nil ||
+		got.Config.Retention != (core.Retention{MaxAge: 720 * time.Hour, MaxBytes: 1 << 30}) {
+		t.Fatalf("stored retention %+v, %v", got.Config.Retention, err)
+	}
+	// Only one bound, and none: the other is absent (keep forever).
+	st = streamJSON{}
+	e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants/acme/streams",
+		body: []byte(`{"name":"sized","retention":{"max_bytes":5000}}`)}).json(t, &st)
+	if r := st.Config.Retention; r == nil || r.MaxAge != "" || r.MaxBytes != 5000 {
+		t.Fatalf("bytes-only retention %+v", r)
+	}
+	rep := e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants/acme/streams", body: []byte(`{"name":"forever","retention":{"max_age":"0"}}`)})
+	if strings.Contains(string(rep.body), "retention") {
+		t.Fatalf("zero retention shown: %s", rep.body)
+	}
+	for name, body := range map[string]string{
+		"age not a duration": `{"name":"x","retention":{"max_age":"30 days"}}`,
+		"age as a number":    `{"name":"x","retention":{"max_age":3600}}`,
+		"negative age":       `{"name":"x","retention":{"max_age":"-1h"}}`,
+		"negative bytes":     `{"name":"x","retention":{"max_bytes":-1}}`,
+		"bytes as text":      `{"name":"x","retention":{"max_bytes":"1GB"}}`,
+		"unknown field":      `{"name":"x","retention":{"max_events":10}}`,
+	} {
+		rep := e.do(req{method: "POST", path: "/v1/tenants/acme/streams", token: e.root, body: []byte(body)})
+		if rep.status != http.StatusBadRequest || rep.errCode(t) != "invalid_argument" {
+			t.Fatalf("%s: %d %s", name, rep.status, rep.body)
+		}
+	}
+	if rep := e.do(req{method: "GET", path: "/v1/tenants/acme/streams/x", token: e.root}); rep.status != http.StatusNotFound {
+		t.Fatalf("a rejected stream was created: %d", rep.status)
+	}
 }
 
 func TestAccessManagement(t *testing.T) {

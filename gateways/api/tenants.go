@@ -86,13 +86,17 @@ func (s *Server) createStream(c *call) (op, error) {
 	if req.Segments < 0 {
 		return op{}, badRequest("segments must not be negative (0 takes the server default)")
 	}
+	ret, err := req.Retention.toCore()
+	if err != nil {
+		return op{}, err
+	}
 	// The new stream's name and group are part of the resource, so that
 	// admin on a glob or group that will cover the stream allows creating
 	// it, while admin on some other stream does not.
 	res := acl.Resource{Tenant: tenant, Stream: req.Name, Group: req.Group}
 	return op{res: res, run: func() error {
 		st, err := s.store.CreateStream(c.r.Context(), tenant, req.Name, core.StreamConfig{
-			Encoding: enc, Segments: req.Segments, Metadata: req.Metadata, Group: req.Group,
+			Encoding: enc, Segments: req.Segments, Metadata: req.Metadata, Group: req.Group, Retention: ret,
 		})
 		if err != nil {
 			return err

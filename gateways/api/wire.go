@@ -29,10 +29,52 @@ type tenantJSON struct {
 }
 
 type streamConfigJSON struct {
-	Encoding string            `json:"encoding"`
-	Segments int               `json:"segments"`
-	Metadata map[string]string `json:"metadata,omitempty"`
-	Group    string            `json:"group,omitempty"`
+	Encoding  string            `json:"encoding"`
+	Segments  int               `json:"segments"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Group     string            `json:"group,omitempty"`
+	Retention *retentionJSON    `json:"retention,omitempty"`
+}
+
+// retentionJSON is a stream's tier-2 retention. MaxAge is a Go duration
+// string ("720h", "90m"), as issueTokenRequest's TTL; empty or "0" keeps
+// forever, as does a zero MaxBytes.
+type retentionJSON struct {
+	MaxAge   string `json:"max_age,omitempty"`
+	MaxBytes int64  `json:"max_bytes,omitempty"`
+}
+
+func (r *retentionJSON) toCore() (core.Retention, error) {
+	if r == nil {
+		return core.Retention{}, nil
+	}
+	var out core.Retention
+	if r.MaxAge != "" {
+		d, err := time.ParseDuration(r.MaxAge)
+		if err != nil {
+			return core.Retention{}, badRequest("retention.max_age %q: want a duration such as \"720h\" (0 keeps forever)", r.MaxAge)
+		}
+		if d < 0 {
+			return core.Retention{}, badRequest("retention.max_age must not be negative (0 keeps forever)")
+		}
+		out.MaxAge = d
+	}
+	if r.MaxBytes < 0 {
+		return core.Retention{}, badRequest("retention.max_bytes must not be negative (0 keeps forever)")
+	}
+	out.MaxBytes = r.MaxBytes
+	return out, nil
+}
+
+func toRetentionJSON(r core.Retention) *retentionJSON {
+	if r == (core.Retention{}) {
+		return nil
+	}
+	out := &retentionJSON{MaxBytes: r.MaxBytes}
+	if r.MaxAge > 0 {
+		out.MaxAge = r.MaxAge.String()
+	}
+	return out
 }
 
 type segmentJSON struct {
@@ -73,11 +115,12 @@ type createTenantRequest struct {
 }
 
 type createStreamRequest struct {
-	Name     string            `json:"name"`
-	Encoding string            `json:"encoding"`
-	Segments int               `json:"segments"`
-	Metadata map[string]string `json:"metadata"`
-	Group    string            `json:"group"`
+	Name      string            `json:"name"`
+	Encoding  string            `json:"encoding"`
+	Segments  int               `json:"segments"`
+	Metadata  map[string]string `json:"metadata"`
+	Group     string            `json:"group"`
+	Retention *retentionJSON    `json:"retention"`
 }
 
 type createPrincipalRequest struct {
@@ -105,10 +148,11 @@ func toStreamJSON(st core.Stream) streamJSON {
 		Tenant: st.Tenant,
 		Name:   st.Name,
 		Config: streamConfigJSON{
-			Encoding: string(st.Config.Encoding),
-			Segments: st.Config.Segments,
-			Metadata: st.Config.Metadata,
-			Group:    st.Config.Group,
+			Encoding:  string(st.Config.Encoding),
+			Segments:  st.Config.Segments,
+			Metadata:  st.Config.Metadata,
+			Group:     st.Config.Group,
+			Retention: toRetentionJSON(st.Config.Retention),
 		},
 		Created: st.Created,
 	}

@@ -3,8 +3,10 @@ package tierview
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,5 +176,133 @@ func TestLayoutAndManifest(t *testing.T) {
 	}
 	if m.Encoding != core.EncodingLines || len(m.Segments) != 3 || chunks < 6 {
 		t.Fatalf("manifest %+v with %d chunks", m, chunks)
+	}
+}
+
+// TestRetentionHidesChunks checks that chunks deleted by retention leave
+// the listing, the manifest and Stat, and that the rest stays.
+func TestRetentionHidesChunks(t *testing.T) {
+	dir := t.TempDir()
+	ccfg := core.DefaultConfig()
+	ccfg.Dir = dir + "/core"
+	store, err := core.Open(ccfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cfg := tiering.DefaultConfig()
+	cfg.MaxChunkBytes, cfg.MaxBacklogBytes = 100, 1<<20
+	cfg.MaxLag, cfg.Interval = 100*time.Millisecond, 10*time.Millisecond
+	be, err := tiering.OpenBackend(cfg, ccfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := store.CreateTenant(ctx, "acme", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateStream(ctx, "acme", "s", core.StreamConfig{Segments: 1, Retention: core.Retention{MaxAge: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		// One 100-byte chunk per append.
+		ev := []byte(fmt.Sprintf("%098d", i))
+		if _, err := store.Append(ctx, core.AppendRequest{Tenant: "acme", Stream: "s", Events: [][]byte{ev}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	var mu sync.Mutex
+	var frozen time.Time
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if frozen.IsZero() {
+			return time.Now()
+		}
+		return frozen
+	}
+	tr, err := tiering.New(cfg, store, be, tiering.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	waitFor := func(what string, ok func(tiering.SegmentStatus) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, err := tr.Status("acme", "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Segments) == 1 && ok(st.Segments[0]) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v", what, st)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("not tiered", func(s tiering.SegmentStatus) bool { return s.TieredOffset == 5 && s.Chunks == 5 })
+
+	v := New(store, be)
+	const sdir = "/acme/s/segment=0"
+	list := func() []string {
+		t.Helper()
+		fis, err := v.ReadDir(ctx, sdir, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, fi := range fis {
+			names = append(names, fi.Name)
+		}
+		return names
+	}
+	before := list()
+	var cs []tiering.ChunkRecord
+	tiering.ScanChunks(store.Catalog(), "acme", "s", "0", func(c tiering.ChunkRecord) error {
+		cs = append(cs, c)
+		return nil
+	})
+	if len(before) != 5 || len(cs) != 5 {
+		t.Fatalf("listed %v, catalog %d chunks", before, len(cs))
+	}
+
+	// Expire the two oldest chunks.
+	mu.Lock()
+	frozen = cs[1].LastTime.Add(time.Hour + time.Nanosecond)
+	mu.Unlock()
+	waitFor("not retained", func(s tiering.SegmentStatus) bool { return s.FirstTieredOffset == 2 && s.Chunks == 3 })
+
+	if got := list(); fmt.Sprint(got) != fmt.Sprint(before[2:]) {
+		t.Fatalf("after retention ReadDir = %v, want %v", got, before[2:])
+	}
+	for _, name := range before[:2] {
+		if _, err := v.Stat(ctx, sdir+"/"+name); !errors.Is(err, view.ErrNotFound) {
+			t.Fatalf("Stat of deleted chunk %s: %v, want ErrNotFound", name, err)
+		}
+		if _, err := v.Open(ctx, sdir+"/"+name); !errors.Is(err, view.ErrNotFound) {
+			t.Fatalf("Open of deleted chunk %s: %v, want ErrNotFound", name, err)
+		}
+	}
+	f, err := v.Open(ctx, "/acme/s/_manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, f.Size())
+	f.ReadAt(data, 0)
+	f.Close()
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Segments) != 1 || len(m.Segments[0].Chunks) != 3 || m.Segments[0].Chunks[0].FirstOffset != 2 || m.Segments[0].TieredOffset != 5 {
+		t.Fatalf("manifest after retention %+v", m)
+	}
+	keys, err := be.List(ctx, "acme/s/")
+	if err != nil || len(keys) != 3 {
+		t.Fatalf("tier 2 holds %v, %v; want the 3 retained chunks", keys, err)
 	}
 }
