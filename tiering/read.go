@@ -261,3 +261,29 @@ func decodeChunk(enc core.Encoding, buf []byte) ([][]byte, error) {
 	}
 	return out, nil
 }
+
+// FirstTiered returns the first offset of a segment that tier 2 still
+// holds, and false when tier 2 holds nothing of it (nothing tiered yet,
+// all of it expired, or only chunks of a deleted predecessor stream). A
+// reader that starts "from the beginning" starts here.
+func (t *Tierer) FirstTiered(ctx context.Context, tenant, stream, segment string) (uint64, bool, error) {
+	srec, ok, err := GetStream(t.cat, tenant, stream)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	st, err := t.store.GetStream(ctx, tenant, stream)
+	if err != nil {
+		return 0, false, err
+	}
+	if st.Incarnation() != srec.Incarnation {
+		return 0, false, nil
+	}
+	seg, err := GetSegment(t.cat, tenant, stream, segment)
+	if err != nil {
+		return 0, false, err
+	}
+	if seg.Tiered <= seg.First {
+		return 0, false, nil
+	}
+	return seg.First, true, nil
+}

@@ -45,7 +45,7 @@ func (s *Server) readEvents(c *call) (op, error) {
 		if lookupErr != nil {
 			return lookupErr
 		}
-		p, err := s.parseReadParams(c.r.URL.Query(), st)
+		p, err := s.parseReadParams(c.r.Context(), c.r.URL.Query(), st)
 		if err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func (s *Server) readEvents(c *call) (op, error) {
 	}}, nil
 }
 
-func (s *Server) parseReadParams(q url.Values, st core.Stream) (readParams, error) {
+func (s *Server) parseReadParams(ctx context.Context, q url.Values, st core.Stream) (readParams, error) {
 	p := readParams{max: defaultReadMax}
 	if v := q.Get("max"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -98,9 +98,14 @@ func (s *Server) parseReadParams(q url.Values, st core.Stream) (readParams, erro
 		if !ok {
 			return p, fmt.Errorf("segment %q not found in stream %q of tenant %q: %w", id, st.Name, st.Tenant, core.ErrNotFound)
 		}
-		next := sg.FirstOffset
+		var next uint64
 		switch from := q.Get("from"); from {
 		case "":
+			first, err := s.oldestOffset(ctx, st.Tenant, st.Name, sg)
+			if err != nil {
+				return p, err
+			}
+			next = first
 		case cursorEnd:
 			next = sg.NextOffset
 		default:
@@ -127,11 +132,17 @@ func (s *Server) parseReadParams(q url.Values, st core.Stream) (readParams, erro
 			}
 		}
 		for _, sg := range st.Segments {
-			next := sg.FirstOffset
+			var next uint64
 			if cur == cursorEnd {
 				next = sg.NextOffset
 			} else if n, ok := given[sg.ID]; ok {
 				next = n
+			} else {
+				first, err := s.oldestOffset(ctx, st.Tenant, st.Name, sg)
+				if err != nil {
+					return p, err
+				}
+				next = first
 			}
 			p.pos = append(p.pos, position{segment: sg.ID, next: next})
 		}

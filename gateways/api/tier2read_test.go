@@ -148,6 +148,18 @@ func TestReadWalksFromTier2IntoTier1(t *testing.T) {
 	}
 	check("cursor read from 20", got, 20)
 
+	// Reads "from the beginning" (no cursor, no from=) start at the oldest
+	// event tier 2 holds, not at tier 1's first offset.
+	got, _ = parseLines(t, e.must(http.StatusOK, req{method: "GET", path: eventsPath("acme", "clicks")}).body)
+	if len(got) != n {
+		t.Fatalf("read from the beginning: %d events, want %d", len(got), n)
+	}
+	check("read from the beginning", got, 0)
+	got, _ = parseLines(t, e.must(http.StatusOK, req{method: "GET", path: eventsPath("acme", "clicks") + "?segment=0"}).body)
+	if len(got) != n {
+		t.Fatalf("segment read from the beginning: %d events, want %d", len(got), n)
+	}
+
 	// Past the end is still out of range.
 	if rep := e.do(req{method: "GET", path: eventsPath("acme", "clicks") + "?segment=0&from=61", token: e.root}); rep.status != http.StatusRequestedRangeNotSatisfiable {
 		t.Fatalf("read past the end: %d %s", rep.status, rep.body)

@@ -24,6 +24,25 @@ type Tiering interface {
 	// next == from; below what tier 2 still holds, an error wrapping
 	// core.ErrOutOfRange.
 	ReadTiered(ctx context.Context, tenant, stream, segment string, from uint64, maxEvents, maxBytes int) (events []core.Event, next uint64, err error)
+	// FirstTiered is the first offset of the segment tier 2 still holds;
+	// ok is false when it holds none.
+	FirstTiered(ctx context.Context, tenant, stream, segment string) (first uint64, ok bool, err error)
+}
+
+// oldestOffset is where a read "from the beginning" of a segment starts:
+// the oldest event either tier holds.
+func (s *Server) oldestOffset(ctx context.Context, tenant, stream string, sg core.SegmentInfo) (uint64, error) {
+	if s.tiering == nil {
+		return sg.FirstOffset, nil
+	}
+	first, ok, err := s.tiering.FirstTiered(ctx, tenant, stream, sg.ID)
+	if err != nil {
+		return 0, err
+	}
+	if ok && first < sg.FirstOffset {
+		return first, nil
+	}
+	return sg.FirstOffset, nil
 }
 
 // UseTiering connects the tier policy. Call it before serving.

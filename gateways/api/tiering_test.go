@@ -59,3 +59,7 @@ func TestTieringBackpressureAndDescribe(t *testing.T) {
 		t.Fatalf("describe without tiering state: %+v", desc)
 	}
 }
+
+func (stuckTiering) FirstTiered(context.Context, string, string, string) (uint64, bool, error) {
+	return 0, false, nil
+}
