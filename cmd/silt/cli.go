@@ -74,6 +74,19 @@ func (c *cli) parse(args []string, minArgs, maxArgs int) ([]string, error) {
 
 var errHelp = errors.New("help shown")
 
+// connect parses args like parse and returns a client for the server.
+func (c *cli) connect(args []string, minArgs, maxArgs int) ([]string, *client.Client, error) {
+	rest, err := c.parse(args, minArgs, maxArgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return rest, cl, nil
+}
+
 func (c *cli) client() (*client.Client, error) {
 	tok := c.token
 	if tok == "" && c.tokenFile != "" {

@@ -20,11 +20,7 @@ func runTenant(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			c := newCLI("tenant create", "tenant create NAME [--meta key=value]...", stdin, stdout, stderr)
 			meta := metaFlag{}
 			c.fs.Var(meta, "meta", "metadata key=value (repeatable)")
-			rest, err := c.parse(args, 1, 1)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 1, 1)
 			if err != nil {
 				return err
 			}
@@ -36,10 +32,7 @@ func runTenant(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		},
 		"list": func(args []string) error {
 			c := newCLI("tenant list", "tenant list", stdin, stdout, stderr)
-			if _, err := c.parse(args, 0, 0); err != nil {
-				return err
-			}
-			cl, err := c.client()
+			_, cl, err := c.connect(args, 0, 0)
 			if err != nil {
 				return err
 			}
@@ -56,11 +49,7 @@ func runTenant(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		},
 		"get": func(args []string) error {
 			c := newCLI("tenant get", "tenant get NAME", stdin, stdout, stderr)
-			rest, err := c.parse(args, 1, 1)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 1, 1)
 			if err != nil {
 				return err
 			}
@@ -77,11 +66,7 @@ func runTenant(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		},
 		"delete": func(args []string) error {
 			c := newCLI("tenant delete", "tenant delete NAME", stdin, stdout, stderr)
-			rest, err := c.parse(args, 1, 1)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 1, 1)
 			if err != nil {
 				return err
 			}
@@ -136,11 +121,7 @@ func runStream(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		},
 		"list": func(args []string) error {
 			c := newCLI("stream list", "stream list TENANT", stdin, stdout, stderr)
-			rest, err := c.parse(args, 1, 1)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 1, 1)
 			if err != nil {
 				return err
 			}
@@ -231,11 +212,7 @@ func runPrincipal(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	simple := func(action string, fn func(cl *client.Client, c *cli, name string) error) func([]string) error {
 		return func(args []string) error {
 			c := newCLI("principal "+action, "principal "+action+" NAME", stdin, stdout, stderr)
-			rest, err := c.parse(args, 1, 1)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 1, 1)
 			if err != nil {
 				return err
 			}
@@ -261,10 +238,7 @@ func runPrincipal(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		}),
 		"list": func(args []string) error {
 			c := newCLI("principal list", "principal list", stdin, stdout, stderr)
-			if _, err := c.parse(args, 0, 0); err != nil {
-				return err
-			}
-			cl, err := c.client()
+			_, cl, err := c.connect(args, 0, 0)
 			if err != nil {
 				return err
 			}
@@ -289,11 +263,7 @@ func runToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			c := newCLI("token create", "token create PRINCIPAL [--label L] [--ttl 720h]", stdin, stdout, stderr)
 			label := c.fs.String("label", "", "a note saying what the token is for")
 			ttl := c.fs.Duration("ttl", 0, "lifetime, e.g. 24h (default: no expiry)")
-			rest, err := c.parse(args, 1, 1)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 1, 1)
 			if err != nil {
 				return err
 			}
@@ -308,11 +278,7 @@ func runToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		},
 		"list": func(args []string) error {
 			c := newCLI("token list", "token list PRINCIPAL", stdin, stdout, stderr)
-			rest, err := c.parse(args, 1, 1)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 1, 1)
 			if err != nil {
 				return err
 			}
@@ -329,11 +295,7 @@ func runToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		},
 		"revoke": func(args []string) error {
 			c := newCLI("token revoke", "token revoke PRINCIPAL TOKEN_ID", stdin, stdout, stderr)
-			rest, err := c.parse(args, 2, 2)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 2, 2)
 			if err != nil {
 				return err
 			}
@@ -351,11 +313,7 @@ func runGrant(verb string, args []string, stdin io.Reader, stdout, stderr io.Wri
 	switch verb {
 	case "grant":
 		c := newCLI("grant", "grant PRINCIPAL read|append|admin RESOURCE\n\nRESOURCE is * | TENANT | TENANT/STREAM | TENANT/GLOB | TENANT/group:GROUP", stdin, stdout, stderr)
-		rest, err := c.parse(args, 3, 3)
-		if err != nil {
-			return err
-		}
-		cl, err := c.client()
+		rest, cl, err := c.connect(args, 3, 3)
 		if err != nil {
 			return err
 		}
@@ -368,11 +326,7 @@ func runGrant(verb string, args []string, stdin io.Reader, stdout, stderr io.Wri
 		})
 	case "revoke":
 		c := newCLI("revoke", "revoke GRANT_ID   (ids: silt grants)", stdin, stdout, stderr)
-		rest, err := c.parse(args, 1, 1)
-		if err != nil {
-			return err
-		}
-		cl, err := c.client()
+		rest, cl, err := c.connect(args, 1, 1)
 		if err != nil {
 			return err
 		}
@@ -383,11 +337,7 @@ func runGrant(verb string, args []string, stdin io.Reader, stdout, stderr io.Wri
 		return nil
 	}
 	c := newCLI("grants", "grants [PRINCIPAL]", stdin, stdout, stderr)
-	rest, err := c.parse(args, 0, 1)
-	if err != nil {
-		return err
-	}
-	cl, err := c.client()
+	rest, cl, err := c.connect(args, 0, 1)
 	if err != nil {
 		return err
 	}
@@ -409,10 +359,7 @@ func runGrant(verb string, args []string, stdin io.Reader, stdout, stderr io.Wri
 
 func runWhoami(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	c := newCLI("whoami", "whoami", stdin, stdout, stderr)
-	if _, err := c.parse(args, 0, 0); err != nil {
-		return err
-	}
-	cl, err := c.client()
+	_, cl, err := c.connect(args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -431,11 +378,7 @@ func runS3Key(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return sub("s3-key", args, map[string]func([]string) error{
 		"create": func(args []string) error {
 			c := newCLI("s3-key create", "s3-key create PRINCIPAL", stdin, stdout, stderr)
-			rest, err := c.parse(args, 1, 1)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 1, 1)
 			if err != nil {
 				return err
 			}
@@ -450,11 +393,7 @@ func runS3Key(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		},
 		"list": func(args []string) error {
 			c := newCLI("s3-key list", "s3-key list PRINCIPAL", stdin, stdout, stderr)
-			rest, err := c.parse(args, 1, 1)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 1, 1)
 			if err != nil {
 				return err
 			}
@@ -471,11 +410,7 @@ func runS3Key(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		},
 		"revoke": func(args []string) error {
 			c := newCLI("s3-key revoke", "s3-key revoke ACCESS_KEY_ID", stdin, stdout, stderr)
-			rest, err := c.parse(args, 1, 1)
-			if err != nil {
-				return err
-			}
-			cl, err := c.client()
+			rest, cl, err := c.connect(args, 1, 1)
 			if err != nil {
 				return err
 			}
