@@ -63,6 +63,32 @@ if AWS_SECRET_ACCESS_KEY=wrong "${AWS[@]}" s3 ls s3://acme/ 2>$CONF_TMP/s3-err; 
 	check "aws: wrong secret → SignatureDoesNotMatch" grep -q SignatureDoesNotMatch $CONF_TMP/s3-err
 fi
 
+# Debian's aws CLI v2 (/usr/bin/aws), which signs and downloads differently from
+# PyPI's v1 (CRC checksums, multipart-ranged GETs with If-Match).
+if [ ! -x /usr/bin/aws ]; then
+	echo "installing awscli (Debian) for /usr/bin/aws"
+	if [ -z "${APT_UPDATED:-}" ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
+		APT_UPDATED=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli >/dev/null 2>&1 || true
+fi
+if [ -x /usr/bin/aws ]; then
+	AWS2=(/usr/bin/aws --endpoint-url "$S3")
+	check "aws v2: ls" sh -c "/usr/bin/aws --endpoint-url $S3 s3 ls s3://acme/clicks/segment=0/ | grep -q '$key'"
+	rm -rf "$SILT_DATA/dl2"
+	check "aws v2: cp --recursive" "${AWS2[@]}" s3 cp --recursive s3://acme/clicks/ "$SILT_DATA/dl2" --quiet
+	expect_eq "aws v2: same files as v1" "$(cd "$SILT_DATA/dl2" && find . -type f | sort | xargs cat | md5sum)" "$(cd "$SILT_DATA/dl" && find . -type f | sort | xargs cat | md5sum)"
+	expect_eq "aws v2: cp to stdout" "$("${AWS2[@]}" s3 cp "s3://acme/clicks/segment=0/$key" - | md5sum)" "$(md5sum <$CONF_TMP/s3-one)"
+	url2=$("${AWS2[@]}" s3 presign "s3://acme/clicks/segment=0/$key" --expires-in 60)
+	expect_eq "aws v2: presigned URL works" "$(curl -s "$url2" | md5sum)" "$(md5sum <$CONF_TMP/s3-one)"
+	if "${AWS2[@]}" s3 cp $CONF_TMP/s3-up s3://acme/clicks/new2.txt 2>$CONF_TMP/s3-err2; then fail "aws v2: upload refused"; else
+		check "aws v2: upload refused with AccessDenied" grep -q AccessDenied $CONF_TMP/s3-err2
+	fi
+else
+	fail "aws v2: Debian awscli could not be installed"
+fi
+
 # s3cmd
 S3CMD=(s3cmd --access_key="$AK" --secret_key="$SK" --host="127.0.0.1:$S3_PORT" --host-bucket="127.0.0.1:$S3_PORT" --no-ssl --config=/dev/null)
 check "s3cmd: ls" sh -c "$(printf '%q ' "${S3CMD[@]}") ls s3://acme/clicks/segment=0/ | grep -q '$key'"
