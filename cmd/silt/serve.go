@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"github.com/silt-io/silt/gateways/s3"
 	"github.com/silt-io/silt/gateways/webhdfs"
 	"github.com/silt-io/silt/internal/config"
+	"github.com/silt-io/silt/internal/httpmetrics"
 	"github.com/silt-io/silt/internal/logging"
 	"github.com/silt-io/silt/internal/tlsconf"
 	"github.com/silt-io/silt/tiering"
@@ -224,6 +226,12 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	headMetrics, err := httpmetrics.New(reg)
+	if err != nil {
+		return err
+	}
+	s3srv.Wrap(func(h http.Handler) http.Handler { return headMetrics.Wrap("s3", h) })
+	hdfssrv.Wrap(func(h http.Handler) http.Handler { return headMetrics.Wrap("webhdfs", h) })
 	apiLn, err := net.Listen("tcp", cfg.API.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (api.listen): %w", cfg.API.Listen, err)

@@ -139,3 +139,5 @@ if need s3fs s3fs; then
 else
 	fail "s3fs: s3fs-fuse (Debian s3fs) is not available"
 fi
+
+check "metrics: the S3 head's requests are counted on /metrics" sh -c "curl -s $API/metrics | grep -q 'silt_head_requests_total{.*head=\"s3\"'"

@@ -34,6 +34,8 @@ type Server struct {
 	authz acl.Authorizer
 	log   *zap.Logger
 	now   func() time.Time // replaced in tests to check skew and expiry
+
+	wrap func(http.Handler) http.Handler // optional middleware for Serve (metrics)
 }
 
 // New builds a Server over v. keys resolves SigV4 access keys and authz
@@ -54,11 +56,19 @@ func New(cfg Config, v view.View, keys KeyLookup, authz acl.Authorizer, log *zap
 // Handler returns the HTTP handler of the S3 API.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
+// Wrap sets middleware that Serve puts around the handler (the server
+// wiring uses it for request metrics). Call it before Serve.
+func (s *Server) Wrap(mw func(http.Handler) http.Handler) { s.wrap = mw }
+
 // Serve serves on ln (with TLS when tlsCfg is not nil) until ctx is
 // cancelled, then shuts down gracefully for up to 5 seconds.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config) error {
+	handler := s.Handler()
+	if s.wrap != nil {
+		handler = s.wrap(handler)
+	}
 	srv := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          zap.NewStdLog(s.log),
 	}
