@@ -89,12 +89,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 	if s.wrap != nil {
 		handler = s.wrap(handler)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          zap.NewStdLog(s.log),
-	}
-	if err := httpserve.Serve(ctx, srv, ln, tlsCfg, 5*time.Second, nil); err != nil {
+	if err := httpserve.ServeHandler(ctx, handler, zap.NewStdLog(s.log), ln, tlsCfg); err != nil {
 		return fmt.Errorf("webhdfs: %w", err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"time"
@@ -48,4 +49,12 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, tlsCfg *tls.C
 		err = fmt.Errorf("serve: %w", serr)
 	}
 	return err
+}
+
+// ServeHandler is Serve with the settings the protocol heads share: a
+// 30-second limit on reading request headers, the server's own errors
+// logged through errorLog, and 5 seconds of grace at shutdown.
+func ServeHandler(ctx context.Context, h http.Handler, errorLog *log.Logger, ln net.Listener, tlsCfg *tls.Config) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errorLog}
+	return Serve(ctx, srv, ln, tlsCfg, 5*time.Second, nil)
 }
