@@ -3,9 +3,11 @@ package segment
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/silt-io/silt/core/record"
+	"github.com/silt-io/silt/core/vfs"
 )
 
 // retryAfterFailure is how long a poisoned log waits before an append may
@@ -140,20 +142,28 @@ func (l *Log) lead() {
 		l.mu.Unlock()
 
 		if roll {
-			f, w, err := l.createFile(g.first)
+			// The file being sealed loses its zero-filled tail first, so
+			// that every file but the active one ends with its data.
+			err := l.cutPrealloc(active, cur.size)
+			var f *file
+			var w vfs.File
+			if err == nil {
+				f, w, err = l.createFile(g.first)
+			}
 			if err != nil {
 				l.fail(g, err)
 				continue
 			}
 			active.Close()
 			active = w
+			l.alloc = 0
 			l.mu.Lock()
 			l.mu.files = append(l.mu.files, f)
 			l.mu.active = w
 			cur = f
 			l.mu.Unlock()
 		}
-		err := writeAll(active, g.buf)
+		err := l.write(active, cur.size, g.buf)
 		if err == nil {
 			err = active.Sync()
 		}
@@ -207,13 +217,64 @@ func (l *Log) fail(g *group, err error) {
 	}
 }
 
-func writeAll(w interface{ Write([]byte) (int, error) }, p []byte) error {
+// preallocMinCommit is the commit size from which zero-filling ahead stops
+// paying: a commit this large amortizes its metadata update, and filling
+// ahead of it would write every byte twice.
+const preallocMinCommit = 64 << 10
+
+// zeros is the source of zero-fill writes.
+var zeros [1 << 20]byte
+
+// write writes buf at pos of the active file. When a small commit runs past
+// the zero-filled region, the region is extended in the same write burst,
+// so that the next commits overwrite zeros instead of growing the file.
+func (l *Log) write(w vfs.File, pos int64, buf []byte) error {
+	if err := writeAt(w, buf, pos); err != nil {
+		return err
+	}
+	end := pos + int64(len(buf))
+	if end <= l.alloc {
+		return nil
+	}
+	l.alloc = end
+	if l.opts.PreallocBytes < 0 || len(buf) >= preallocMinCommit {
+		return nil
+	}
+	target := min(end+l.opts.PreallocBytes, max(l.opts.FileBytes, end))
+	for off := end; off < target; {
+		n := int(min(int64(len(zeros)), target-off))
+		if err := writeAt(w, zeros[:n], off); err != nil {
+			return err
+		}
+		off += int64(n)
+	}
+	l.alloc = target
+	return nil
+}
+
+// cutPrealloc truncates the active file to its data and syncs the cut.
+func (l *Log) cutPrealloc(w vfs.File, size int64) error {
+	if l.alloc <= size {
+		return nil
+	}
+	if err := w.Truncate(size); err != nil {
+		return fmt.Errorf("cut preallocated tail: %w", err)
+	}
+	if err := w.Sync(); err != nil {
+		return fmt.Errorf("sync cut of preallocated tail: %w", err)
+	}
+	l.alloc = size
+	return nil
+}
+
+func writeAt(w io.WriterAt, p []byte, off int64) error {
 	for len(p) > 0 {
-		n, err := w.Write(p)
+		n, err := w.WriteAt(p, off)
 		if err != nil {
 			return err
 		}
 		p = p[n:]
+		off += int64(n)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ var ErrInjected = errors.New("vfs: injected crash")
 // CrashFS is an in-memory FS for crash tests. It remembers, per file, the
 // bytes made durable by Sync and, per directory, the entries made durable by
 // SyncDir. Crash returns the filesystem a restarted process would find:
-// synced bytes, plus optionally a random part of the unsynced tail (a torn
+// synced bytes, plus optionally a random part of the unsynced writes (a torn
 // write), under the durable directory entries. Directories themselves are
 // treated as durable once created.
 type CrashFS struct {
@@ -31,8 +31,8 @@ type CrashFS struct {
 }
 
 type memFile struct {
-	data   []byte
-	synced int // len of the durable prefix of data
+	data    []byte // what the process sees
+	durable []byte // what the disk holds: data as of the last Sync
 }
 
 // NewCrashFS returns an empty CrashFS.
@@ -80,23 +80,44 @@ func (fs *CrashFS) Crash(rng *rand.Rand) *CrashFS {
 	for name, f := range fs.durable {
 		c, ok := copied[f]
 		if !ok {
-			keep := f.synced
-			data := append([]byte(nil), f.data[:keep]...)
-			if rng != nil && len(f.data) > keep && rng.IntN(2) == 0 {
-				extra := f.data[keep : keep+rng.IntN(len(f.data)-keep+1)]
-				tail := append([]byte(nil), extra...)
-				if len(tail) > 0 && rng.IntN(3) == 0 {
-					tail[rng.IntN(len(tail))] ^= 0x5a
-				}
-				data = append(data, tail...)
+			data := append([]byte(nil), f.durable...)
+			if rng != nil && rng.IntN(2) == 0 {
+				data = tear(rng, data, f.data)
 			}
-			c = &memFile{data: data, synced: len(data)}
+			c = &memFile{data: data, durable: append([]byte(nil), data...)}
 			copied[f] = c
 		}
 		n.live[name] = c
 		n.durable[name] = c
 	}
 	return n
+}
+
+// tear applies a random part of the writes that turned durable into live
+// onto durable: from the first byte where they differ, a random length of
+// live's bytes, one of them possibly garbled. For an append-only file that
+// is a torn tail; for a write into preallocated space it is a torn
+// overwrite.
+func tear(rng *rand.Rand, durable, live []byte) []byte {
+	start := 0
+	for start < len(durable) && start < len(live) && durable[start] == live[start] {
+		start++
+	}
+	if start >= len(live) {
+		return durable
+	}
+	n := rng.IntN(len(live) - start + 1)
+	if n == 0 {
+		return durable
+	}
+	if len(durable) < start+n {
+		durable = append(durable, make([]byte, start+n-len(durable))...)
+	}
+	copy(durable[start:], live[start:start+n])
+	if rng.IntN(3) == 0 {
+		durable[start+rng.IntN(n)] ^= 0x5a
+	}
+	return durable
 }
 
 func clean(name string) string { return filepath.Clean(name) }
@@ -248,16 +269,22 @@ func (c *crashFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func (c *crashFile) Write(p []byte) (int, error) {
+func (c *crashFile) WriteAt(p []byte, off int64) (int, error) {
 	c.fs.mu.Lock()
 	defer c.fs.mu.Unlock()
 	if !c.rw {
 		return 0, &os.PathError{Op: "write", Path: c.name, Err: os.ErrPermission}
 	}
+	if off < 0 {
+		return 0, &os.PathError{Op: "write", Path: c.name, Err: os.ErrInvalid}
+	}
 	if err := c.fs.step(); err != nil {
 		return 0, err
 	}
-	c.f.data = append(c.f.data, p...)
+	if end := off + int64(len(p)); end > int64(len(c.f.data)) {
+		c.f.data = append(c.f.data, make([]byte, end-int64(len(c.f.data)))...)
+	}
+	copy(c.f.data[off:], p)
 	return len(p), nil
 }
 
@@ -267,7 +294,7 @@ func (c *crashFile) Sync() error {
 	if err := c.fs.step(); err != nil {
 		return err
 	}
-	c.f.synced = len(c.f.data)
+	c.f.durable = append(c.f.durable[:0], c.f.data...)
 	return nil
 }
 
@@ -280,9 +307,10 @@ func (c *crashFile) Truncate(size int64) error {
 	if size < int64(len(c.f.data)) {
 		c.f.data = c.f.data[:size]
 	}
-	// A truncation is made durable by the sync that follows it.
-	if c.f.synced > len(c.f.data) {
-		c.f.synced = len(c.f.data)
+	// A truncation is made durable by the sync that follows it, but a
+	// crash cannot bring back bytes past the cut either.
+	if len(c.f.durable) > len(c.f.data) {
+		c.f.durable = c.f.durable[:len(c.f.data)]
 	}
 	return nil
 }

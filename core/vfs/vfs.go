@@ -15,10 +15,12 @@ import (
 )
 
 // File is an open file. Sync makes the file's data durable (fdatasync);
-// making a new file's directory entry durable needs FS.SyncDir.
+// making a new file's directory entry durable needs FS.SyncDir. Writes are
+// positional: the segment log writes into a zero-filled region it allocated
+// ahead of its data, so "append" is not "write at the end of the file".
 type File interface {
 	io.ReaderAt
-	io.Writer
+	io.WriterAt
 	Sync() error
 	Truncate(size int64) error
 	Size() (int64, error)
@@ -30,7 +32,7 @@ type FS interface {
 	// Create creates a new file for reading and writing; it fails if the
 	// file exists.
 	Create(name string) (File, error)
-	// OpenRW opens an existing file for reading and appending.
+	// OpenRW opens an existing file for reading and writing.
 	OpenRW(name string) (File, error)
 	// Open opens an existing file read-only.
 	Open(name string) (File, error)
@@ -68,10 +70,8 @@ func (f osFile) Size() (int64, error) {
 	return st.Size(), nil
 }
 
-func (f osFile) Write(p []byte) (int, error) { return f.File.Write(p) }
-
 func (OS) Create(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (OS) Create(name string) (File, error) {
 }
 
 func (OS) OpenRW(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
