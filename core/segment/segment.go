@@ -51,7 +51,7 @@ type Options struct {
 	// zero-filled when small commits reach the end of the filled region
 	// (see Log.alloc); 0 means 1 MiB, negative disables it.
 	PreallocBytes int64
-	Log            *zap.Logger
+	Log           *zap.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
