@@ -103,7 +103,7 @@ func (s *server) close() {
 
 // httpRuns measures appends over HTTP: synchronous single-event appends
 // with 1, 16 and 256 producers, then 256 batching SDK producers.
-func httpRuns(bin, dir string, dur time.Duration, extra []string) ([]result, error) {
+func httpRuns(bin, dir string, dur time.Duration, extra []string, syncCases, batchCase bool) ([]result, error) {
 	srv, err := startServer(bin, dir, extra)
 	if err != nil {
 		return nil, err
@@ -124,6 +124,9 @@ func httpRuns(bin, dir string, dur time.Duration, extra []string) ([]result, err
 	}
 	var rs []result
 	for _, n := range []int{1, 16, 256} {
+		if !syncCases {
+			break
+		}
 		name := fmt.Sprintf("sync%d", n)
 		if _, err := cl.CreateStream(ctx, "bench", client.StreamSpec{Name: name}); err != nil {
 			return nil, err
@@ -137,6 +140,9 @@ func httpRuns(bin, dir string, dur time.Duration, extra []string) ([]result, err
 		rs = append(rs, r)
 	}
 
+	if !batchCase {
+		return rs, nil
+	}
 	// 256 batching producers: each Send is one event; acknowledgements are
 	// awaited in bulk, as an application using the SDK would.
 	if _, err := cl.CreateStream(ctx, "bench", client.StreamSpec{Name: "batched", Segments: 4}); err != nil {

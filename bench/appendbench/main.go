@@ -57,7 +57,18 @@ func main() {
 	silt := flag.String("silt", "bin/silt", "silt binary for the HTTP cases (build with make build)")
 	httpCases := flag.Bool("http", true, "run the HTTP cases against a silt serve child process")
 	serverFlags := flag.String("server-flags", "", "extra flags for the silt serve child, space separated (e.g. --api.max_inflight_bytes=67108864)")
+	cases := flag.String("cases", "inproc,http-sync,http-batch", "cases to run besides the baselines, comma separated: inproc, http-sync, http-batch")
 	flag.Parse()
+	want := map[string]bool{}
+	for _, c := range strings.Split(*cases, ",") {
+		switch c = strings.TrimSpace(c); c {
+		case "inproc", "http-sync", "http-batch":
+			want[c] = true
+		case "":
+		default:
+			fatal(fmt.Errorf("unknown case %q in -cases (want inproc, http-sync or http-batch)", c))
+		}
+	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		fatal(err)
 	}
@@ -67,11 +78,13 @@ func main() {
 	base1k := fsyncLoop(*dir, 1<<10, *dur)
 	base64k := fsyncLoop(*dir, 64<<10, *dur)
 	rs = append(rs, base1k, base64k)
-	for _, n := range []int{1, 16, 256} {
-		rs = append(rs, inProcess(*dir, n, *dur))
+	if want["inproc"] {
+		for _, n := range []int{1, 16, 256} {
+			rs = append(rs, inProcess(*dir, n, *dur))
+		}
 	}
-	if *httpCases {
-		hr, err := httpRuns(*silt, *dir, *dur, strings.Fields(*serverFlags))
+	if *httpCases && (want["http-sync"] || want["http-batch"]) {
+		hr, err := httpRuns(*silt, *dir, *dur, strings.Fields(*serverFlags), want["http-sync"], want["http-batch"])
 		if err != nil {
 			fatal(err)
 		}

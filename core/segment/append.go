@@ -3,7 +3,8 @@ package segment
 import (
 	"context"
 	"fmt"
-	"io"
+	"math/bits"
+	"sync"
 	"time"
 
 	"github.com/silt-io/silt/core/record"
@@ -23,21 +24,26 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 	// Encoding (copy + CRC) happens before the lock: offsets are implicit
 	// in the record order, so nothing here depends on the log's state.
 	now := l.opts.Now().UnixNano()
-	rec := record.Append(make([]byte, 0, record.Size(b.WriterID, b.Events)), record.Record{
+	buf := getBuf(record.Size(b.WriterID, b.Events))
+	rec := record.Append((*buf)[:0], record.Record{
 		TimeUnixNano: now, WriterID: b.WriterID, Seq: b.Seq, Events: b.Events,
 	})
+	*buf = rec
 	if len(rec)-record.HeaderSize > l.opts.MaxRecordBytes {
+		putBuf(buf)
 		return Result{}, fmt.Errorf("segment: batch of %d bytes exceeds the record limit %d", len(rec), l.opts.MaxRecordBytes)
 	}
 
 	l.mu.Lock()
 	if err := l.usableLocked(); err != nil {
 		l.mu.Unlock()
+		putBuf(buf)
 		return Result{}, err
 	}
 	if b.WriterID != "" {
 		if ws, ok := l.mu.writers[b.WriterID]; ok && b.Seq <= ws.seq {
 			l.mu.Unlock()
+			putBuf(buf)
 			return l.duplicate(ctx, b, ws)
 		}
 	}
@@ -47,8 +53,9 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 		l.mu.pending = g
 	}
 	res := Result{FirstOffset: l.mu.next, Count: len(b.Events)}
-	g.records = append(g.records, indexEntry{offset: l.mu.next, pos: int64(len(g.buf))})
-	g.buf = append(g.buf, rec...)
+	g.records = append(g.records, indexEntry{offset: l.mu.next, pos: g.size})
+	g.recs = append(g.recs, rec)
+	g.size += int64(len(rec))
 	l.mu.next += uint64(len(b.Events))
 	g.next = l.mu.next
 	if b.WriterID != "" {
@@ -65,11 +72,14 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 	}
 	select {
 	case <-g.done:
+		// The leader is done with rec: it may be reused.
+		putBuf(buf)
 		if g.err != nil {
 			return Result{}, g.err
 		}
 		return res, nil
 	case <-ctx.Done():
+		// rec may still be being written; it is left to the GC.
 		return Result{}, fmt.Errorf("append not acknowledged: %w", ctx.Err())
 	}
 }
@@ -138,7 +148,7 @@ func (l *Log) lead() {
 		l.mu.pending = nil
 		active := l.mu.active
 		cur := l.mu.files[len(l.mu.files)-1]
-		roll := cur.size > 0 && cur.size+int64(len(g.buf)) > l.opts.FileBytes
+		roll := cur.size > 0 && cur.size+g.size > l.opts.FileBytes
 		l.mu.Unlock()
 
 		if roll {
@@ -163,7 +173,7 @@ func (l *Log) lead() {
 			cur = f
 			l.mu.Unlock()
 		}
-		err := l.write(active, cur.size, g.buf)
+		err := l.write(active, cur.size, g.recs, g.size)
 		if err == nil {
 			err = active.Sync()
 		}
@@ -180,7 +190,7 @@ func (l *Log) lead() {
 				last = base + r.pos
 			}
 		}
-		cur.size += int64(len(g.buf))
+		cur.size += g.size
 		l.mu.committed = g.next
 		for _, ws := range l.mu.writers {
 			if ws.g == g {
@@ -225,25 +235,26 @@ const preallocMinCommit = 64 << 10
 // zeros is the source of zero-fill writes.
 var zeros [1 << 20]byte
 
-// write writes buf at pos of the active file. When a small commit runs past
-// the zero-filled region, the region is extended in the same write burst,
-// so that the next commits overwrite zeros instead of growing the file.
-func (l *Log) write(w vfs.File, pos int64, buf []byte) error {
-	if err := writeAt(w, buf, pos); err != nil {
+// write writes bufs (n bytes in all) at pos of the active file. When a
+// small commit runs past the zero-filled region, the region is extended in
+// the same write burst, so that the next commits overwrite zeros instead of
+// growing the file.
+func (l *Log) write(w vfs.File, pos int64, bufs [][]byte, n int64) error {
+	if err := w.WriteVAt(bufs, pos); err != nil {
 		return err
 	}
-	end := pos + int64(len(buf))
+	end := pos + n
 	if end <= l.alloc {
 		return nil
 	}
 	l.alloc = end
-	if l.opts.PreallocBytes < 0 || len(buf) >= preallocMinCommit {
+	if l.opts.PreallocBytes < 0 || n >= preallocMinCommit {
 		return nil
 	}
 	target := min(end+l.opts.PreallocBytes, max(l.opts.FileBytes, end))
 	for off := end; off < target; {
 		n := int(min(int64(len(zeros)), target-off))
-		if err := writeAt(w, zeros[:n], off); err != nil {
+		if err := w.WriteVAt([][]byte{zeros[:n]}, off); err != nil {
 			return err
 		}
 		off += int64(n)
@@ -267,14 +278,56 @@ func (l *Log) cutPrealloc(w vfs.File, size int64) error {
 	return nil
 }
 
-func writeAt(w io.WriterAt, p []byte, off int64) error {
-	for len(p) > 0 {
-		n, err := w.WriteAt(p, off)
-		if err != nil {
-			return err
-		}
-		p = p[n:]
-		off += int64(n)
+// Record buffers are pooled by size class: a commit's buffers go back to
+// the pool once the leader has written them, so that steady appends reuse
+// memory instead of handing the GC a new batch-sized buffer per request.
+// Classes are 4 KiB, then four per power of two up to maxPooled, so a
+// buffer wastes at most a quarter of its size.
+const (
+	logMinPooled = 12 // 4 KiB
+	logMaxPooled = 22 // 4 MiB
+	minPooled    = 1 << logMinPooled
+	maxPooled    = 1 << logMaxPooled
+)
+
+var bufPools [4*(logMaxPooled-logMinPooled) + 1]sync.Pool
+
+// bufClass returns the pool index and capacity for an n-byte buffer, or
+// -1 when n is too large to pool.
+func bufClass(n int) (int, int) {
+	if n <= minPooled {
+		return 0, minPooled
 	}
-	return nil
+	if n > maxPooled {
+		return -1, n
+	}
+	k := bits.Len(uint(n - 1)) // 2^(k-1) < n <= 2^k
+	base := 1 << (k - 1)
+	step := base / 4
+	j := (n - base + step - 1) / step // 1..4
+	return 4*(k-1-logMinPooled) + j, base + j*step
+}
+
+// getBuf returns an empty buffer with capacity for at least n bytes.
+func getBuf(n int) *[]byte {
+	i, c := bufClass(n)
+	if i >= 0 {
+		if b, ok := bufPools[i].Get().(*[]byte); ok {
+			return b
+		}
+	}
+	b := make([]byte, 0, c)
+	return &b
+}
+
+// putBuf returns b to its pool; buffers of no class (too large, or grown
+// by a caller) are left to the GC so that one huge batch does not stay
+// resident.
+func putBuf(b *[]byte) {
+	i, c := bufClass(cap(*b))
+	if i < 0 || c != cap(*b) {
+		return
+	}
+	*b = (*b)[:0]
+	bufPools[i].Put(b)
 }

@@ -129,3 +129,28 @@ func TestPreallocationCutAtRollAndSkippedForLargeCommits(t *testing.T) {
 		t.Fatalf("a %d-byte commit left a %d-byte file for %d bytes of data", preallocMinCommit, got, data)
 	}
 }
+
+// Buffer classes cover every size up to maxPooled with at most a quarter
+// wasted, and a class's capacity maps back to the same class.
+func TestBufClasses(t *testing.T) {
+	prev := -1
+	for n := 1; n <= maxPooled; n += 1 + n/97 {
+		i, c := bufClass(n)
+		if i < 0 || i >= len(bufPools) {
+			t.Fatalf("size %d: class %d out of range", n, i)
+		}
+		if c < n || (n > minPooled && float64(c) > 1.25*float64(n)+1) {
+			t.Fatalf("size %d: capacity %d", n, c)
+		}
+		if i < prev {
+			t.Fatalf("size %d: class %d below the previous %d", n, i, prev)
+		}
+		prev = i
+		if j, c2 := bufClass(c); j != i || c2 != c {
+			t.Fatalf("capacity %d of class %d maps to class %d (%d)", c, i, j, c2)
+		}
+	}
+	if i, _ := bufClass(maxPooled + 1); i != -1 {
+		t.Fatalf("size above maxPooled pooled in class %d", i)
+	}
+}

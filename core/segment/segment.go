@@ -103,11 +103,14 @@ type writerState struct {
 	g     *group // non-nil while that batch's commit is in flight
 }
 
-// group is the set of batches one leader writes and syncs together.
+// group is the set of batches one leader writes and syncs together. The
+// encoded records stay in their appenders' buffers and are written with one
+// vectored write, so a group never copies or grows a buffer of its own.
 type group struct {
-	buf     []byte
-	first   uint64 // offset of the first event in buf
-	next    uint64 // offset after the last event in buf
+	recs    [][]byte // encoded records, in offset order
+	size    int64    // total bytes of recs
+	first   uint64   // offset of the first event in recs
+	next    uint64   // offset after the last event in recs
 	records []indexEntry
 	done    chan struct{}
 	err     error

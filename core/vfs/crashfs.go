@@ -288,6 +288,17 @@ func (c *crashFile) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
+// WriteVAt counts as one operation, like the single pwritev it stands for;
+// a crash tears it like any unsynced write.
+func (c *crashFile) WriteVAt(bufs [][]byte, off int64) error {
+	var all []byte
+	for _, b := range bufs {
+		all = append(all, b...)
+	}
+	_, err := c.WriteAt(all, off)
+	return err
+}
+
 func (c *crashFile) Sync() error {
 	c.fs.mu.Lock()
 	defer c.fs.mu.Unlock()

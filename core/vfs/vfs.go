@@ -21,6 +21,9 @@ import (
 type File interface {
 	io.ReaderAt
 	io.WriterAt
+	// WriteVAt writes bufs one after the other from off, as one vectored
+	// write where the system has it.
+	WriteVAt(bufs [][]byte, off int64) error
 	Sync() error
 	Truncate(size int64) error
 	Size() (int64, error)
@@ -60,6 +63,38 @@ func (f osFile) Sync() error {
 			return nil
 		}
 	}
+}
+
+// iovMax is the most buffers one pwritev takes (IOV_MAX on Linux).
+const iovMax = 1024
+
+func (f osFile) WriteVAt(bufs [][]byte, off int64) error {
+	fd := int(f.Fd())
+	for len(bufs) > 0 {
+		batch := bufs[:min(len(bufs), iovMax)]
+		n, err := unix.Pwritev(fd, batch, off)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "pwritev", Path: f.Name(), Err: err}
+		}
+		off += int64(n)
+		// Drop what was written; a short write resumes mid-buffer.
+		for n > 0 && len(bufs) > 0 {
+			if n >= len(bufs[0]) {
+				n -= len(bufs[0])
+				bufs = bufs[1:]
+				continue
+			}
+			bufs = append([][]byte{bufs[0][n:]}, bufs[1:]...)
+			n = 0
+		}
+		for len(bufs) > 0 && len(bufs[0]) == 0 {
+			bufs = bufs[1:]
+		}
+	}
+	return nil
 }
 
 func (f osFile) Size() (int64, error) {

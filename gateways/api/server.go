@@ -54,7 +54,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Listen:           "127.0.0.1:7070",
-		MaxInflightBytes: 256 << 20,
+		MaxInflightBytes: 64 << 20,
 		ReadTimeout:      30 * time.Second,
 		IdleTimeout:      2 * time.Minute,
 		MaxWait:          60 * time.Second,
