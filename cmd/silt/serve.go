@@ -49,7 +49,8 @@ type serveConfig struct {
 }
 
 type runtimeConfig struct {
-	MemoryLimitBytes int64 `koanf:"memory_limit_bytes" help:"soft memory limit for the Go runtime (0: unset, GOMEMLIMIT applies); the GC works harder near it instead of letting the heap double"`
+	MemoryLimitBytes int64  `koanf:"memory_limit_bytes" help:"soft memory limit for the Go runtime (0: unset, GOMEMLIMIT applies); the GC works harder near it instead of letting the heap double"`
+	PprofListen      string `koanf:"pprof_listen" help:"address for Go's /debug/pprof profiling endpoints (empty: off); unauthenticated, so keep it on loopback"`
 }
 
 type authConfig struct {
@@ -160,6 +161,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	if cfg.Run.MemoryLimitBytes > 0 {
 		debug.SetMemoryLimit(cfg.Run.MemoryLimitBytes)
+	}
+	if cfg.Run.PprofListen != "" {
+		stopPprof, err := servePprof(cfg.Run.PprofListen, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
 	}
 	store, err := core.Open(cfg.Core, log.Named("core"))
 	if err != nil {
