@@ -30,6 +30,7 @@ conformance: build
 bench: build
 	$(GO) run ./bench/appendbench
 	$(GO) run ./bench/s3bench -size 256
+	$(GO) run ./bench/tierbench
 
 vet:
 	$(GO) vet ./...

@@ -1,0 +1,332 @@
+// Command tierbench measures tiering to the fs backend, in one run on one
+// disk:
+//
+//   - throughput: sealing a backlog of 1 KiB events into tier-2 chunks,
+//     against a plain copy of the same tier-1 bytes into files of the same
+//     size, each fsynced (what `cp` + `sync` of the log would cost);
+//   - visibility lag: with events appended at a steady rate and max_lag
+//     set, the time from each event's acknowledgement until tier 2 shows
+//     it (its chunk committed in the catalog, which is what the heads
+//     list).
+//
+// Results are printed as Markdown tables for BENCHMARKS.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/tiering"
+)
+
+func main() {
+	dir := flag.String("dir", ".bench-data-tier", "directory on the disk to measure (not tmpfs)")
+	sizeMiB := flag.Int("size", 256, "MiB of events to tier in the throughput case")
+	rate := flag.Int("rate", 1000, "events per second in the lag case")
+	lagDur := flag.Duration("lag-duration", 20*time.Second, "length of the lag case")
+	maxLag := flag.Duration("max-lag", time.Second, "tiering.max_lag in the lag case")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the throughput case's tiering to this file")
+	flag.Parse()
+	profile = *cpuProfile
+	os.RemoveAll(*dir)
+	defer os.RemoveAll(*dir)
+	if err := throughput(filepath.Join(*dir, "throughput"), int64(*sizeMiB)<<20); err != nil {
+		fatal(err)
+	}
+	if err := lag(filepath.Join(*dir, "lag"), *rate, *lagDur, *maxLag); err != nil {
+		fatal(err)
+	}
+}
+
+// profile is the -cpuprofile file, if any.
+var profile string
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "tierbench:", err)
+	os.Exit(1)
+}
+
+func event() []byte {
+	ev := make([]byte, 1023) // 1 KiB with the '\n' of a lines stream
+	for i := range ev {
+		ev[i] = 'a' + byte(i%26)
+	}
+	return ev
+}
+
+func openStore(dir string) (*core.Store, error) {
+	cfg := core.DefaultConfig()
+	cfg.Dir = dir
+	store, err := core.Open(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	if _, err := store.CreateTenant(ctx, "bench", nil); err != nil {
+		store.Close()
+		return nil, err
+	}
+	if _, err := store.CreateStream(ctx, "bench", "s", core.StreamConfig{}); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
+// tieredOffset is the offset after the last event of segment 0 in tier 2.
+func tieredOffset(t *tiering.Tierer) uint64 {
+	st, err := t.Status("bench", "s")
+	if err != nil || len(st.Segments) == 0 {
+		return 0
+	}
+	return st.Segments[0].TieredOffset
+}
+
+func throughput(dir string, size int64) error {
+	store, err := openStore(filepath.Join(dir, "data"))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ctx := context.Background()
+	ev := event()
+	batch := make([][]byte, 1024)
+	for i := range batch {
+		batch[i] = ev
+	}
+	fmt.Fprintf(os.Stderr, "appending %d MiB…\n", size>>20)
+	var events uint64
+	for n := int64(0); n < size; n += int64(len(batch)) * 1024 {
+		if _, err := store.Append(ctx, core.AppendRequest{Tenant: "bench", Stream: "s", Events: batch}); err != nil {
+			return err
+		}
+		events += uint64(len(batch))
+	}
+	tcfg := tiering.DefaultConfig()
+	tcfg.FS.Dir = filepath.Join(dir, "tier2")
+
+	// Baseline: copy the segment's tier-1 files into chunk-sized files,
+	// fsyncing each and the directory, as a shell copy followed by sync
+	// would.
+	copyDir := filepath.Join(dir, "copy")
+	copied, copyTime, err := copyFiles(filepath.Join(dir, "data", "logs"), copyDir, tcfg.MaxChunkBytes)
+	if err != nil {
+		return err
+	}
+	os.RemoveAll(copyDir)
+
+	be, err := tiering.OpenBackend(tcfg, filepath.Join(dir, "data"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "tiering…")
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	start := time.Now()
+	tierer, err := tiering.New(tcfg, store, be, tiering.Options{})
+	if err != nil {
+		return err
+	}
+	defer tierer.Close()
+	for tieredOffset(tierer) < events {
+		if time.Since(start) > 10*time.Minute {
+			return fmt.Errorf("tiering did not finish in 10 minutes (at offset %d of %d)", tieredOffset(tierer), events)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	tierTime := time.Since(start)
+	st, _ := tierer.Status("bench", "s")
+	var tiered int64
+	var chunks int
+	for _, s := range st.Segments {
+		tiered += s.TieredBytes
+		chunks += s.Chunks
+	}
+	copyMBs := float64(copied) / copyTime.Seconds() / 1e6
+	tierMBs := float64(tiered) / tierTime.Seconds() / 1e6
+	fmt.Printf("| case | bytes | files | time | MB/s | ÷ copy |\n|---|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| plain copy of the tier-1 files + fsync | %d | %d | %s | %.0f | 1.00 |\n", copied, (copied+tcfg.MaxChunkBytes-1)/tcfg.MaxChunkBytes, copyTime.Round(time.Millisecond), copyMBs)
+	fmt.Printf("| silt tiering to fs (%d MiB chunks) | %d | %d | %s | %.0f | %.2f |\n\n", tcfg.MaxChunkBytes>>20, tiered, chunks, tierTime.Round(time.Millisecond), tierMBs, tierMBs/copyMBs)
+	return nil
+}
+
+// copyFiles copies every file under src, in name order, into files of at
+// most chunk bytes in dst, each fsynced, then fsyncs dst.
+func copyFiles(src, dst string, chunk int64) (int64, time.Duration, error) {
+	var files []string
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".log") {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	sort.Strings(files)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	var total int64
+	var out *os.File
+	var inOut int64
+	closeOut := func() error {
+		if out == nil {
+			return nil
+		}
+		err := out.Sync()
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		out = nil
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for _, name := range files {
+		in, err := os.Open(name)
+		if err != nil {
+			return 0, 0, err
+		}
+		for {
+			n, rerr := in.Read(buf)
+			for p := buf[:n]; len(p) > 0; {
+				if out == nil || inOut == chunk {
+					if err := closeOut(); err != nil {
+						in.Close()
+						return 0, 0, err
+					}
+					if out, err = os.Create(filepath.Join(dst, fmt.Sprintf("%06d", total/chunk))); err != nil {
+						in.Close()
+						return 0, 0, err
+					}
+					inOut = 0
+				}
+				k := int(min(int64(len(p)), chunk-inOut))
+				if _, err := out.Write(p[:k]); err != nil {
+					in.Close()
+					return 0, 0, err
+				}
+				p, inOut, total = p[k:], inOut+int64(k), total+int64(k)
+			}
+			if rerr == io.EOF {
+				break
+			}
+			if rerr != nil {
+				in.Close()
+				return 0, 0, rerr
+			}
+		}
+		in.Close()
+	}
+	if err := closeOut(); err != nil {
+		return 0, 0, err
+	}
+	d, err := os.Open(dst)
+	if err != nil {
+		return 0, 0, err
+	}
+	err = d.Sync()
+	d.Close()
+	return total, time.Since(start), err
+}
+
+func lag(dir string, rate int, dur, maxLag time.Duration) error {
+	store, err := openStore(filepath.Join(dir, "data"))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	tcfg := tiering.DefaultConfig()
+	tcfg.FS.Dir = filepath.Join(dir, "tier2")
+	tcfg.MaxLag = maxLag
+	tcfg.Interval = min(tcfg.Interval, maxLag/4)
+	be, err := tiering.OpenBackend(tcfg, filepath.Join(dir, "data"))
+	if err != nil {
+		return err
+	}
+	tierer, err := tiering.New(tcfg, store, be, tiering.Options{})
+	if err != nil {
+		return err
+	}
+	defer tierer.Close()
+	ctx := context.Background()
+	ev := event()
+	fmt.Fprintf(os.Stderr, "appending %d events/s for %s with max_lag %s…\n", rate, dur, maxLag)
+
+	// One producer paced by a ticker; acks[i] is when offset i was
+	// acknowledged. The watcher notes when the tiered offset passes each
+	// acknowledged offset.
+	n := int(dur.Seconds() * float64(rate))
+	acks := make([]time.Time, n)
+	seen := make([]time.Time, n)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		next := 0
+		for {
+			off := int(min(tieredOffset(tierer), uint64(n)))
+			now := time.Now()
+			for ; next < off; next++ {
+				seen[next] = now
+			}
+			if next == n {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		res, err := store.Append(ctx, core.AppendRequest{Tenant: "bench", Stream: "s", Events: [][]byte{ev}})
+		if err != nil {
+			return err
+		}
+		if res.FirstOffset != uint64(i) {
+			return fmt.Errorf("event %d stored at offset %d", i, res.FirstOffset)
+		}
+		acks[i] = time.Now()
+	}
+	achieved := float64(n) / time.Since(start).Seconds()
+	select {
+	case <-watchDone:
+	case <-time.After(maxLag + 30*time.Second):
+		return fmt.Errorf("tier 2 did not show every event within %s of the last append", maxLag+30*time.Second)
+	}
+	lags := make([]time.Duration, n)
+	for i := range lags {
+		lags[i] = seen[i].Sub(acks[i])
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	p := func(q float64) time.Duration { return lags[int(float64(n-1)*q)].Round(time.Millisecond) }
+	target := maxLag + 500*time.Millisecond
+	fmt.Printf("| events/s (achieved) | max_lag | ack→visible p50 | p99 | max | p99 target (max_lag + 0.5 s) |\n|---:|---:|---:|---:|---:|---|\n")
+	status := "met"
+	if p(0.99) > target {
+		status = "missed"
+	}
+	fmt.Printf("| %.0f | %s | %s | %s | %s | %s (%s) |\n", achieved, maxLag, p(0.5), p(0.99), lags[n-1].Round(time.Millisecond), target, status)
+	return nil
+}
