@@ -37,10 +37,11 @@ func TestMain(m *testing.M) {
 }
 
 type child struct {
-	t    *testing.T
-	dir  string
-	addr string
-	cmd  *exec.Cmd
+	t     *testing.T
+	dir   string
+	addr  string
+	extra []string // more serve flags
+	cmd   *exec.Cmd
 }
 
 func freeAddr(t *testing.T) string {
@@ -55,6 +56,7 @@ func freeAddr(t *testing.T) string {
 func (c *child) start() {
 	c.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "serve", "--core.dir", c.dir, "--api.listen", c.addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn")
+	cmd.Args = append(cmd.Args, c.extra...)
 	cmd.Env = append(os.Environ(), "SILT_TEST_CHILD=1")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -118,6 +120,54 @@ func (a apiClient) mustOK(t *testing.T, method, path, body string) {
 	}
 }
 
+// producers append "k<p>:<seq>" events to crash/s with idempotent writer
+// ids, retrying each sequence number until it is acknowledged, as the SDK
+// does.
+type producers struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	acked  []int
+}
+
+func startProducers(api apiClient, n int) *producers {
+	ctx, cancel := context.WithCancel(context.Background())
+	ps := &producers{cancel: cancel, acked: make([]int, n)}
+	for p := 0; p < n; p++ {
+		ps.wg.Add(1)
+		go func() {
+			defer ps.wg.Done()
+			key := fmt.Sprintf("k%d", p)
+			for seq := 1; ctx.Err() == nil; seq++ {
+				// Retry this sequence number until it is acknowledged, so
+				// that at the end every stored event is an acknowledged one.
+				for {
+					resp, err := api.do("POST", "/v1/tenants/crash/streams/s/events?key="+key, "text/plain",
+						strings.NewReader(fmt.Sprintf("%s:%d", key, seq)),
+						map[string]string{"Silt-Writer-Id": "writer-" + key, "Silt-Seq": strconv.Itoa(seq)})
+					if err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode == 200 {
+							ps.acked[p] = seq
+							break
+						}
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	return ps
+}
+
+// stop ends the producers once their current event is acknowledged and
+// returns each one's last acknowledged sequence number.
+func (ps *producers) stop() []int {
+	ps.cancel()
+	ps.wg.Wait()
+	return ps.acked
+}
+
 // TestKill9 runs idempotent producers against a real server process, kills
 // it with SIGKILL at random moments, restarts it, and checks that every
 // acknowledged event is stored exactly once and in order per routing key.
@@ -140,33 +190,7 @@ func TestKill9(t *testing.T) {
 	api.mustOK(t, "POST", "/v1/tenants/crash/streams", `{"name":"s","segments":4}`)
 
 	const producers = 8
-	ctx, cancel := context.WithCancel(context.Background())
-	acked := make([]int, producers)
-	var wg sync.WaitGroup
-	for p := 0; p < producers; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := fmt.Sprintf("k%d", p)
-			for seq := 1; ctx.Err() == nil; seq++ {
-				// Retry this sequence number until it is acknowledged.
-				for {
-					resp, err := api.do("POST", "/v1/tenants/crash/streams/s/events?key="+key, "text/plain",
-						strings.NewReader(fmt.Sprintf("%s:%d", key, seq)),
-						map[string]string{"Silt-Writer-Id": "writer-" + key, "Silt-Seq": strconv.Itoa(seq)})
-					if err == nil {
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode == 200 {
-							acked[p] = seq
-							break
-						}
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-			}
-		}()
-	}
+	run := startProducers(api, producers)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for round := 0; round < 4; round++ {
 		time.Sleep(time.Duration(200+rng.IntN(500)) * time.Millisecond)
@@ -174,8 +198,7 @@ func TestKill9(t *testing.T) {
 		c.start()
 	}
 	time.Sleep(300 * time.Millisecond)
-	cancel()
-	wg.Wait()
+	acked := run.stop()
 
 	got := map[string][]int{}
 	cursor := ""
