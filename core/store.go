@@ -333,6 +333,11 @@ func (s *Store) CreateStream(ctx context.Context, tenant, name string, cfg Strea
 	if cfg.Retention.MaxBytes < 0 {
 		return Stream{}, fmt.Errorf("%w: retention max_bytes must not be negative (0 keeps forever)", ErrInvalid)
 	}
+	if cfg.TierPrefix != "" {
+		if err := names.TierPrefix(cfg.TierPrefix); err != nil {
+			return Stream{}, invalid(err)
+		}
+	}
 	if cfg.Group != "" {
 		if err := names.Stream(cfg.Group); err != nil {
 			return Stream{}, fmt.Errorf("%w: group follows the stream-name rules: %v", ErrInvalid, err)

@@ -50,6 +50,11 @@ type StreamConfig struct {
 	Group    string            `json:"group,omitempty"`
 	// Retention bounds how much of the stream tier 2 keeps.
 	Retention Retention `json:"retention,omitzero"`
+	// TierPrefix, if set, puts the stream's tier-2 objects under
+	// <prefix>/<tenant>/<stream>/ within the configured backend target
+	// (tiering.s3.prefix, tiering.hdfs.dir, tiering.fs.dir) instead of
+	// <tenant>/<stream>/. It does not change the path the heads show.
+	TierPrefix string `json:"tier_prefix,omitempty"`
 }
 
 // Retention bounds a stream's tier-2 history; the tier policy deletes

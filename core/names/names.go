@@ -6,6 +6,7 @@ package names
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrInvalid is wrapped by every rule violation.
@@ -45,6 +46,31 @@ func Stream(s string) error {
 	}
 	if !ok {
 		return fmt.Errorf("%w: stream %q: want %s", ErrInvalid, s, StreamRule)
+	}
+	return nil
+}
+
+// TierPrefixRule states the rule for a stream's tier prefix.
+const TierPrefixRule = "1 to 8 '/'-separated elements, 200 characters at most, each of letters, digits, '.', '_', '-' and '=', starting with a letter or digit; no leading or trailing '/'"
+
+// TierPrefix checks a stream's tier-2 prefix: a relative path inside the
+// backend's target (bucket prefix, HDFS directory, fs directory). Every
+// element starts with a letter or digit, so that none is "." or "..", a
+// hidden name that Hadoop and Spark skip ('.', '_'), or a backend's temp
+// file; '=' is allowed for Hive-style partitions (env=prod).
+func TierPrefix(s string) error {
+	elems := strings.Split(s, "/")
+	ok := len(s) >= 1 && len(s) <= 200 && len(elems) <= 8
+	for _, e := range elems {
+		for i := 0; ok && i < len(e); i++ {
+			c := e[i]
+			alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+			ok = alnum || i > 0 && (c == '.' || c == '_' || c == '-' || c == '=')
+		}
+		ok = ok && e != ""
+	}
+	if !ok {
+		return fmt.Errorf("%w: tier prefix %q: want %s", ErrInvalid, s, TierPrefixRule)
 	}
 	return nil
 }

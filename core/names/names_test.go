@@ -28,6 +28,20 @@ func TestRules(t *testing.T) {
 		"stream slash":        {Stream, "a/b", false},
 		"stream space":        {Stream, "a b", false},
 		"stream long":         {Stream, strings.Repeat("s", 201), false},
+		"prefix plain":        {TierPrefix, "archive", true},
+		"prefix nested":       {TierPrefix, "archive/2026/env=prod", true},
+		"prefix empty":        {TierPrefix, "", false},
+		"prefix leading /":    {TierPrefix, "/archive", false},
+		"prefix trailing /":   {TierPrefix, "archive/", false},
+		"prefix empty elem":   {TierPrefix, "a//b", false},
+		"prefix dotdot":       {TierPrefix, "a/../b", false},
+		"prefix dot":          {TierPrefix, "a/./b", false},
+		"prefix hidden":       {TierPrefix, "a/.tmp-x", false},
+		"prefix underscore":   {TierPrefix, "_archive", false},
+		"prefix colon":        {TierPrefix, "a:b", false},
+		"prefix space":        {TierPrefix, "a b", false},
+		"prefix too deep":     {TierPrefix, "a/b/c/d/e/f/g/h/i", false},
+		"prefix too long":     {TierPrefix, strings.Repeat("p", 201), false},
 	} {
 		err := tc.check(tc.in)
 		if (err == nil) != tc.ok {

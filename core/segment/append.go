@@ -59,7 +59,7 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 	l.mu.next += uint64(len(b.Events))
 	g.next = l.mu.next
 	if b.WriterID != "" {
-		l.mu.writers[b.WriterID] = &writerState{seq: b.Seq, first: res.FirstOffset, count: res.Count, g: g}
+		l.mu.writers[b.WriterID] = &writerState{seq: b.Seq, first: res.FirstOffset, count: res.Count, time: now, g: g}
 	}
 	lead := !l.mu.leading
 	if lead {

@@ -47,6 +47,10 @@ type Options struct {
 	// MaxRecordBytes bounds one record; larger lengths read back are
 	// treated as corruption.
 	MaxRecordBytes int
+	// WriterRetention is how long an idempotent writer is remembered after
+	// its last batch once the files holding that batch are truncated; 0
+	// means 7 days. A retry older than that is stored again.
+	WriterRetention time.Duration
 	// PreallocBytes is how far ahead of its data the active file is
 	// zero-filled when small commits reach the end of the filled region
 	// (see Log.alloc); 0 means 1 MiB, negative disables it.
@@ -100,6 +104,7 @@ type writerState struct {
 	seq   uint64
 	first uint64
 	count int
+	time  int64  // unix nanoseconds of that batch's append
 	g     *group // non-nil while that batch's commit is in flight
 }
 
@@ -132,6 +137,9 @@ type Log struct {
 	// while no leader runs.
 	alloc int64
 
+	// truncMu serializes TruncateBefore's checkpoint and removals.
+	truncMu sync.Mutex
+
 	mu struct {
 		sync.Mutex
 		files     []*file
@@ -163,6 +171,9 @@ func Open(opts Options) (*Log, error) {
 	}
 	if opts.MaxRecordBytes <= 0 {
 		opts.MaxRecordBytes = 64 << 20
+	}
+	if opts.WriterRetention <= 0 {
+		opts.WriterRetention = 7 * 24 * time.Hour
 	}
 	if opts.PreallocBytes == 0 {
 		opts.PreallocBytes = 1 << 20
@@ -205,6 +216,9 @@ func (l *Log) recoverLocked() error {
 	}
 	sort.Slice(firsts, func(i, j int) bool { return firsts[i] < firsts[j] })
 	l.mu.writers = map[string]*writerState{}
+	if err := l.loadWriters(); err != nil {
+		return err
+	}
 	next := uint64(0)
 	if len(firsts) > 0 {
 		next = firsts[0]
@@ -299,7 +313,7 @@ func (l *Log) scanFile(first uint64, last bool) (*file, uint64, error) {
 			lastIndexed = pos
 		}
 		if rec.WriterID != "" {
-			l.mu.writers[rec.WriterID] = &writerState{seq: rec.Seq, first: off, count: len(rec.Events)}
+			l.mu.writers[rec.WriterID] = &writerState{seq: rec.Seq, first: off, count: len(rec.Events), time: rec.TimeUnixNano}
 		}
 		off += uint64(len(rec.Events))
 	}

@@ -48,6 +48,7 @@ func (l *Log) TruncateBefore(offset uint64) (int, error) {
 	detached := files[:n:n]
 	l.mu.files = append([]*file(nil), files[n:]...)
 	boundary := l.mu.files[0].first
+	writers := l.committedWritersLocked()
 	l.mu.Unlock()
 
 	// Detached handles close after a grace period, whatever happens below:
@@ -55,6 +56,14 @@ func (l *Log) TruncateBefore(offset uint64) (int, error) {
 	for _, f := range detached {
 		r := f.r
 		time.AfterFunc(retiredGrace, func() { r.Close() })
+	}
+	// The writer table is rebuilt from the records at the next start; the
+	// records about to go must be remembered first, or a retry of a batch
+	// whose only trace was in them would be stored twice.
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
+	if err := l.saveWriters(writers); err != nil {
+		return 0, err
 	}
 	return l.removeBelow(boundary)
 }

@@ -168,6 +168,25 @@ func (fs *CrashFS) Remove(name string) error {
 	return nil
 }
 
+func (fs *CrashFS) Rename(oldname, newname string) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	oldname, newname = clean(oldname), clean(newname)
+	if err := fs.step(); err != nil {
+		return err
+	}
+	f, ok := fs.live[oldname]
+	if !ok {
+		return &os.PathError{Op: "rename", Path: oldname, Err: os.ErrNotExist}
+	}
+	if !fs.dirs[filepath.Dir(newname)] {
+		return &os.PathError{Op: "rename", Path: newname, Err: os.ErrNotExist}
+	}
+	delete(fs.live, oldname)
+	fs.live[newname] = f
+	return nil
+}
+
 func (fs *CrashFS) RemoveAll(name string) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()

@@ -40,6 +40,9 @@ type FS interface {
 	// Open opens an existing file read-only.
 	Open(name string) (File, error)
 	Remove(name string) error
+	// Rename replaces newname with oldname atomically; making the change
+	// durable needs SyncDir of the directory.
+	Rename(oldname, newname string) error
 	RemoveAll(name string) error
 	MkdirAll(dir string) error
 	// List returns the names in dir, sorted; a missing dir is empty.
@@ -130,6 +133,7 @@ func (OS) Open(name string) (File, error) {
 }
 
 func (OS) Remove(name string) error    { return os.Remove(name) }
+func (OS) Rename(o, n string) error    { return os.Rename(o, n) }
 func (OS) RemoveAll(name string) error { return os.RemoveAll(name) }
 func (OS) MkdirAll(dir string) error   { return os.MkdirAll(dir, 0o755) }
 
