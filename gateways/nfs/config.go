@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
+	gonfs "github.com/silt-io/silt/gateways/nfs/internal/gonfs"
 	"github.com/silt-io/silt/view"
 )
 
@@ -20,6 +21,12 @@ type Config struct {
 	// values given by flag or environment are split on commas. allow may
 	// be omitted (loopback only).
 	Exports []string `koanf:"exports" help:"exports as path=/|/<tenant>;principal=<acl principal>;allow=<cidr>|<cidr>"`
+	// MaxInflight bounds the requests of one connection served at once.
+	// A kernel client sends every process's requests over one connection,
+	// so this is what lets concurrent readers of one mount overlap; past
+	// it the server stops reading the connection until a reply is out.
+	// 0 means the default (16).
+	MaxInflight int `koanf:"max_inflight" help:"requests served concurrently per NFS connection"`
 }
 
 // Export is one parsed entry of Config.Exports.
@@ -43,8 +50,9 @@ var DefaultAllow = []string{"127.0.0.1/32", "::1/128"}
 // root, reachable from loopback only.
 func DefaultConfig() Config {
 	return Config{
-		Listen:  "127.0.0.1:20490",
-		Exports: []string{"path=/;principal=root;allow=127.0.0.1/32|::1/128"},
+		Listen:      "127.0.0.1:20490",
+		Exports:     []string{"path=/;principal=root;allow=127.0.0.1/32|::1/128"},
+		MaxInflight: gonfs.DefaultMaxInflight,
 	}
 }
 
@@ -118,8 +126,13 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("nfs: listen %q: %w", c.Listen, err)
 	}
-	_, err := c.parseExports()
-	return err
+	if _, err := c.parseExports(); err != nil {
+		return err
+	}
+	if c.MaxInflight < 0 || c.MaxInflight > 1024 {
+		return fmt.Errorf("nfs: max_inflight %d: want 1..1024 (0: the default)", c.MaxInflight)
+	}
+	return nil
 }
 
 // allows reports whether addr is in the export's allow list.

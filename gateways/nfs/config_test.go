@@ -35,6 +35,7 @@ func TestConfig(t *testing.T) {
 		"field":      {Config{Listen: ":1", Exports: []string{"path=/;principal=x;rw=1"}}, "unknown field"},
 		"twice":      {Config{Listen: ":1", Exports: []string{"path=/;principal=x", "path=/;principal=y"}}, "twice"},
 		"bare field": {Config{Listen: ":1", Exports: []string{"path=/;principal"}}, "key=value"},
+		"inflight":   {Config{Listen: ":1", Exports: DefaultConfig().Exports, MaxInflight: -1}, "max_inflight"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -35,7 +35,10 @@ type viewFS struct {
 	// encode makes the handle of a path below root; Stat uses it to
 	// refuse entries whose handle would not fit.
 	encode func(full []string) ([]byte, error)
-	log    *zap.Logger
+	// files keeps recently read files open (see openfiles.go); shared by
+	// all viewFS of a Server.
+	files *openFiles
+	log   *zap.Logger
 }
 
 // fail turns a view error into what go-nfs expects, logging the causes
@@ -118,14 +121,33 @@ func (f *viewFS) ReadDir(name string) ([]os.FileInfo, error) {
 	}
 }
 
-// Open opens name for reading.
+// Open opens name for reading, from the open-file cache if it is there.
+// The file's attributes come with it (roFile.Stat), so that READ needs
+// no view call at all while the file stays cached.
 func (f *viewFS) Open(name string) (billy.File, error) {
 	p := f.viewPath(name)
+	k := openKey{f.exp, p}
+	if f.files != nil {
+		if of := f.files.get(k); of != nil {
+			return &roFile{name: name, f: of.f, shared: of, files: f.files}, nil
+		}
+	}
+	fi, err := f.v.Stat(f.ctx, p)
+	if err != nil {
+		return nil, f.fail("open", p, err)
+	}
 	vf, err := f.v.Open(f.ctx, p)
 	if err != nil {
 		return nil, f.fail("open", p, err)
 	}
-	return &roFile{name: name, f: vf}, nil
+	// The size is the open file's: a generated file may have changed
+	// between Stat and Open.
+	fi.Size = vf.Size()
+	if f.files == nil {
+		return &roFile{name: name, f: vf, shared: &openFile{f: vf, info: fi, refs: 1, dead: true}}, nil
+	}
+	of := f.files.put(k, vf, fi)
+	return &roFile{name: name, f: vf, shared: of, files: f.files}, nil
 }
 
 // OpenFile opens name if flag asks for reading only.
@@ -191,10 +213,16 @@ func (i fileInfo) Sys() any {
 
 // roFile is an open view file.
 type roFile struct {
-	name string
-	f    view.File
-	off  int64
+	name   string
+	f      view.File
+	off    int64
+	shared *openFile  // f and its attributes, possibly shared
+	files  *openFiles // nil: shared is this roFile's own
 }
+
+// Stat returns the attributes the file was opened with (go-nfs's READ
+// uses them instead of a Stat of the path).
+func (r *roFile) Stat() (os.FileInfo, error) { return fileInfo{r.shared.info}, nil }
 
 func (r *roFile) Name() string { return r.name }
 
@@ -226,7 +254,12 @@ func (r *roFile) Seek(off int64, whence int) (int64, error) {
 	return off, nil
 }
 
-func (r *roFile) Close() error              { return r.f.Close() }
+func (r *roFile) Close() error {
+	if r.files == nil {
+		return r.f.Close()
+	}
+	return r.files.release(r.shared)
+}
 func (r *roFile) Write([]byte) (int, error) { return 0, roErr("write", r.name) }
 func (r *roFile) Truncate(int64) error      { return roErr("truncate", r.name) }
 func (r *roFile) Lock() error               { return nil }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"sync"
 
 	xdr2 "github.com/rasky/go-xdr/xdr2"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
@@ -53,19 +55,43 @@ const (
 // did not check the version at all).
 var supportedVersions = map[uint32]uint32{nfsServiceID: 3, mountServiceID: 3}
 
+// Patched: upstream served a connection's requests one at a time and
+// queued each reply to a writer goroutine. Requests are now read whole
+// and served concurrently, at most Server.MaxInflight per connection;
+// the reader stops reading the socket while that many are in flight, so
+// a client cannot make the server buffer without bound. Each reply is
+// written whole, record mark included, with one Write under wmu, so
+// replies of concurrent requests never interleave on the stream. RPC
+// lets replies come back in any order: clients match them by xid.
+
+// DefaultMaxInflight bounds concurrent requests per connection when
+// Server.MaxInflight is not set.
+const DefaultMaxInflight = 16
+
+// maxBufferedRequest is the largest request record read into memory and
+// served concurrently. Larger ones (only WRITE carries that much) are
+// served in line from the stream, as upstream did, so that their size
+// never has to be held in memory.
+const maxBufferedRequest = 64 << 10
+
 type conn struct {
 	*Server
-	writeSerializer chan []byte
 	net.Conn
+	wmu sync.Mutex // held while a whole reply is written
 }
 
 func (c *conn) serve(ctx context.Context) {
 	connCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	c.writeSerializer = make(chan []byte, 1)
-	go c.serializeWrites(connCtx)
+	var wg sync.WaitGroup
+	defer func() {
+		// In-flight requests see the cancellation, and their replies
+		// fail to write once the connection is closed.
+		cancel()
+		wg.Wait()
+	}()
+	sem := make(chan struct{}, c.Server.maxInflight())
 
-	bio := bufio.NewReader(c.Conn)
+	bio := bufio.NewReaderSize(c.Conn, 64<<10)
 	for {
 		w, err := c.readRequestHeader(connCtx, bio)
 		if err != nil {
@@ -77,55 +103,47 @@ func (c *conn) serve(ctx context.Context) {
 			return
 		}
 		Log.Tracef("request: %v", w.req)
-		err = c.handle(connCtx, w)
-		respErr := w.finish(connCtx)
-		if err != nil {
-			Log.Errorf("error handling req: %v", err)
-			// failure to handle at a level needing to close the connection.
-			c.Close()
+		if _, buffered := w.req.Body.(*bytes.Reader); !buffered {
+			// The handler reads the body from the stream: nothing else
+			// may be read meanwhile.
+			if !c.serveOne(connCtx, w) {
+				return
+			}
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-connCtx.Done():
 			return
 		}
-		if respErr != nil {
-			Log.Errorf("error sending response: %v", respErr)
-			c.Close()
-			return
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if !c.serveOne(connCtx, w) {
+				cancel()
+			}
+		}()
 	}
 }
 
-func (c *conn) serializeWrites(ctx context.Context) {
-	// todo: maybe don't need the extra buffer
-	writer := bufio.NewWriter(c.Conn)
-	var fragmentBuf [4]byte
-	var fragmentInt uint32
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case msg, ok := <-c.writeSerializer:
-			if !ok {
-				return
-			}
-			// prepend the fragmentation header
-			fragmentInt = uint32(len(msg))
-			fragmentInt |= (1 << 31)
-			binary.BigEndian.PutUint32(fragmentBuf[:], fragmentInt)
-			n, err := writer.Write(fragmentBuf[:])
-			if n < 4 || err != nil {
-				return
-			}
-			n, err = writer.Write(msg)
-			if err != nil {
-				return
-			}
-			if n < len(msg) {
-				panic("todo: ensure writes complete fully.")
-			}
-			if err = writer.Flush(); err != nil {
-				return
-			}
-		}
+// serveOne handles one request and writes its reply. It reports false,
+// after closing the connection, if the connection cannot go on.
+func (c *conn) serveOne(ctx context.Context, w *response) bool {
+	err := c.handle(ctx, w)
+	respErr := w.finish(ctx)
+	if err != nil {
+		Log.Errorf("error handling req: %v", err)
+		// failure to handle at a level needing to close the connection.
+		c.Close()
+		return false
 	}
+	if respErr != nil {
+		Log.Errorf("error sending response: %v", respErr)
+		c.Close()
+		return false
+	}
+	return true
 }
 
 // Handle a request. errors from this method indicate a failure to read or
@@ -220,7 +238,7 @@ func (r *request) String() string {
 
 type response struct {
 	*conn
-	writer    *bytes.Buffer
+	writer    *replyBuf
 	responded bool
 	err       error
 	errorFmt  func(error) RPCError
@@ -294,6 +312,9 @@ func (w *response) Write(dat []byte) error {
 
 // drain reads the rest of the request frame if not consumed by the handler.
 func (w *response) drain(ctx context.Context) error {
+	if _, ok := w.req.Body.(*bytes.Reader); ok {
+		return nil // read whole already
+	}
 	if reader, ok := w.req.Body.(*io.LimitedReader); ok {
 		if reader.N == 0 {
 			return nil
@@ -308,12 +329,65 @@ func (w *response) drain(ctx context.Context) error {
 	return io.ErrUnexpectedEOF
 }
 
+// finish writes the reply: the record mark goes into the 4 bytes
+// reserved at the front of the buffer, so that the whole record is one
+// Write.
 func (w *response) finish(ctx context.Context) error {
-	select {
-	case w.conn.writeSerializer <- w.writer.Bytes():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	defer putReplyBuffer(w.writer)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b := w.writer.Bytes()
+	if len(b)-recordMarkLen > 1<<31-1 {
+		return ErrInputInvalid
+	}
+	binary.BigEndian.PutUint32(b, uint32(len(b)-recordMarkLen)|1<<31)
+	w.conn.wmu.Lock()
+	defer w.conn.wmu.Unlock()
+	_, err := w.conn.Conn.Write(b)
+	return err
+}
+
+// recordMarkLen is the RPC record mark (RFC 5531 section 11) in front of
+// every reply buffer.
+const recordMarkLen = 4
+
+// replyBuf is a reply being built. Unlike a bytes.Buffer it can be
+// extended by bytes that are then filled in place, which lets READ read
+// file data straight into the reply.
+type replyBuf struct{ b []byte }
+
+func (r *replyBuf) Write(p []byte) (int, error) {
+	r.b = append(r.b, p...)
+	return len(p), nil
+}
+
+func (r *replyBuf) Bytes() []byte { return r.b }
+func (r *replyBuf) Len() int      { return len(r.b) }
+
+// extend appends n bytes to the reply and returns them to be filled in.
+func (r *replyBuf) extend(n int) []byte {
+	r.b = slices.Grow(r.b, n)
+	l := len(r.b)
+	r.b = r.b[:l+n]
+	return r.b[l:]
+}
+
+// truncate cuts the reply to n bytes.
+func (r *replyBuf) truncate(n int) { r.b = r.b[:n] }
+
+var replyBuffers = sync.Pool{New: func() any { return new(replyBuf) }}
+
+func getReplyBuffer() *replyBuf {
+	r := replyBuffers.Get().(*replyBuf)
+	r.b = append(r.b[:0], 0, 0, 0, 0) // room for the record mark
+	return r
+}
+
+// putReplyBuffer keeps buffers up to a large READ reply's size for reuse.
+func putReplyBuffer(r *replyBuf) {
+	if cap(r.b) <= 2<<20 {
+		replyBuffers.Put(r)
 	}
 }
 
@@ -336,13 +410,22 @@ func (c *conn) readRequestHeader(ctx context.Context, reader *bufio.Reader) (w *
 		return nil, ErrInputInvalid
 	}
 
-	r := io.LimitedReader{R: reader, N: int64(reqLen)}
+	var r io.Reader
+	if reqLen <= maxBufferedRequest {
+		buf := make([]byte, reqLen)
+		if _, err := io.ReadFull(reader, buf); err != nil {
+			return nil, err
+		}
+		r = bytes.NewReader(buf)
+	} else {
+		r = &io.LimitedReader{R: reader, N: int64(reqLen)}
+	}
 
-	xid, err := xdr.ReadUint32(&r)
+	xid, err := xdr.ReadUint32(r)
 	if err != nil {
 		return nil, err
 	}
-	reqType, err := xdr.ReadUint32(&r)
+	reqType, err := xdr.ReadUint32(r)
 	if err != nil {
 		return nil, err
 	}
@@ -353,9 +436,9 @@ func (c *conn) readRequestHeader(ctx context.Context, reader *bufio.Reader) (w *
 	req := request{
 		xid,
 		rpc.Header{},
-		&r,
+		r,
 	}
-	if err = xdr.Read(&r, &req.Header); err != nil {
+	if err = xdr.Read(r, &req.Header); err != nil {
 		return nil, err
 	}
 
@@ -363,8 +446,7 @@ func (c *conn) readRequestHeader(ctx context.Context, reader *bufio.Reader) (w *
 		conn:     c,
 		req:      &req,
 		errorFmt: basicErrorFormatter,
-		// TODO: use a pool for these.
-		writer: bytes.NewBuffer([]byte{}),
+		writer:   getReplyBuffer(),
 	}
 	return w, nil
 }

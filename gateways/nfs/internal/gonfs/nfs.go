@@ -36,3 +36,13 @@ func init() {
 func onNull(ctx context.Context, w *response, userHandle Handler) error {
 	return w.Write([]byte{})
 }
+
+// checkName answers NFS3ERR_NAMETOOLONG for a name longer than PATHCONF's
+// name_max (patched in: upstream checked only mutating procedures, and
+// only after answering ROFS, so LOOKUP of such a name said NOENT).
+func checkName(name []byte) error {
+	if len(name) > PathNameMax {
+		return &NFSStatusError{NFSStatusNameTooLong, nil}
+	}
+	return nil
+}

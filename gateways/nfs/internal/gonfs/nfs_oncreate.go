@@ -22,6 +22,9 @@ func onCreate(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
+	if err := checkName(obj.Filename); err != nil { // patched in
+		return err
+	}
 	how, err := xdr.ReadUint32(w.req.Body)
 	if err != nil {
 		return &NFSStatusError{NFSStatusInval, err}

@@ -50,14 +50,19 @@ func onFSInfo(ctx context.Context, w *response, userHandle Handler) error {
 		Properties  uint32
 	}
 
+	// Patched: upstream advertised 1 GiB reads and writes, which clients
+	// then asked for (the Go client sizes every READ by rtmax) although
+	// READ served at most 16 MiB. Reads are MaxRead; writes are never
+	// accepted. dtpref is what the Linux client sizes READDIR(PLUS)
+	// replies by: 32 KiB holds a hundred-odd READDIRPLUS entries.
 	res := fsinfores{
-		Rtmax:       1 << 30,
-		Rtpref:      1 << 30,
+		Rtmax:       MaxRead,
+		Rtpref:      MaxRead,
 		Rtmult:      4096,
-		Wtmax:       1 << 30,
-		Wtpref:      1 << 30,
+		Wtmax:       MaxRead,
+		Wtpref:      MaxRead,
 		Wtmult:      4096,
-		Dtpref:      8192,
+		Dtpref:      32 << 10,
 		Maxfilesize: 1 << 62, // wild guess. this seems big.
 		TimeDelta:   1,       // nanosecond precision.
 		Properties:  0,

@@ -3,6 +3,7 @@ package nfs
 import (
 	"bytes"
 	"context"
+	"time"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/willscott/go-nfs-client/nfs/xdr"
@@ -48,7 +49,19 @@ func onFSStat(ctx context.Context, w *response, userHandle Handler) error {
 		return &NFSStatusError{NFSStatusServerFault, err}
 	}
 
-	if err := xdr.Write(writer, defaults); err != nil {
+	// Patched: FSSTAT3resok ends in invarsec, a uint32 of seconds;
+	// upstream wrote CacheHint (a time.Duration) as 8 bytes.
+	type fsstatres struct {
+		TotalSize, FreeSize, AvailableSize    uint64
+		TotalFiles, FreeFiles, AvailableFiles uint64
+		Invarsec                              uint32
+	}
+	res := fsstatres{
+		defaults.TotalSize, defaults.FreeSize, defaults.AvailableSize,
+		defaults.TotalFiles, defaults.FreeFiles, defaults.AvailableFiles,
+		uint32(defaults.CacheHint / time.Second),
+	}
+	if err := xdr.Write(writer, res); err != nil {
 		return &NFSStatusError{NFSStatusServerFault, err}
 	}
 	if err := w.Write(writer.Bytes()); err != nil {

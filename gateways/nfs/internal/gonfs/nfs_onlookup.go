@@ -33,6 +33,9 @@ func onLookup(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
+	if err := checkName(obj.Filename); err != nil { // patched in
+		return err
+	}
 
 	fs, p, err := userHandle.FromHandle(obj.Handle)
 	if err != nil {

@@ -20,6 +20,9 @@ func onMkdir(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
+	if err := checkName(obj.Filename); err != nil { // patched in
+		return err
+	}
 
 	attrs, err := ReadSetFileAttributes(w.req.Body)
 	if err != nil {

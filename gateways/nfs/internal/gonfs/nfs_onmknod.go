@@ -30,6 +30,9 @@ func onMknod(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
+	if err := checkName(obj.Filename); err != nil { // patched in
+		return err
+	}
 
 	ftype, err := xdr.ReadUint32(w.req.Body)
 	if err != nil {

@@ -35,6 +35,9 @@ func onReadDir(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
+	if pager, ok := userHandle.(DirPager); ok { // patched in
+		return onReadDirPaged(ctx, w, userHandle, pager, false, obj.Handle, obj.Cookie, obj.Count)
+	}
 
 	if obj.Count < 1024 {
 		return &NFSStatusError{NFSStatusTooSmall, io.ErrShortBuffer}

@@ -38,6 +38,9 @@ func onReadDirPlus(ctx context.Context, w *response, userHandle Handler) error {
 	if err := xdr.Read(w.req.Body, &obj); err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
+	if pager, ok := userHandle.(DirPager); ok { // patched in
+		return onReadDirPaged(ctx, w, userHandle, pager, true, obj.Handle, obj.Cookie, obj.MaxCount)
+	}
 
 	// in case of test, nfs-client send:
 	// DirCount = 512

@@ -15,6 +15,9 @@ func onRemove(ctx context.Context, w *response, userHandle Handler) error {
 	if err := xdr.Read(w.req.Body, &obj); err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
+	if err := checkName(obj.Filename); err != nil { // patched in
+		return err
+	}
 	fs, path, err := userHandle.FromHandle(obj.Handle)
 	if err != nil {
 		return &NFSStatusError{NFSStatusStale, err}

@@ -19,6 +19,9 @@ func onRename(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
+	if err := checkName(from.Filename); err != nil { // patched in
+		return err
+	}
 	fs, fromPath, err := userHandle.FromHandle(from.Handle)
 	if err != nil {
 		return &NFSStatusError{NFSStatusStale, err}
@@ -27,6 +30,9 @@ func onRename(ctx context.Context, w *response, userHandle Handler) error {
 	to := DirOpArg{}
 	if err = xdr.Read(w.req.Body, &to); err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
+	}
+	if err := checkName(to.Filename); err != nil { // patched in
+		return err
 	}
 	fs2, toPath, err := userHandle.FromHandle(to.Handle)
 	if err != nil {

@@ -14,6 +14,16 @@ type Server struct {
 	Handler
 	ID [8]byte
 	context.Context
+	// MaxInflight bounds the requests of one connection served at once
+	// (patched in); 0 means DefaultMaxInflight.
+	MaxInflight int
+}
+
+func (s *Server) maxInflight() int {
+	if s.MaxInflight > 0 {
+		return s.MaxInflight
+	}
+	return DefaultMaxInflight
 }
 
 // RegisterMessageHandler registers a handler for a specific
@@ -92,12 +102,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 // TODO: keep an immutable map for each server instance to have less
 // chance of races.
 func (s *Server) handlerFor(prog uint32, proc uint32) HandleFunc {
-	for k, v := range registeredHandlers {
-		if k.protocol == prog && k.proc == proc {
-			return v
-		}
-	}
-	return nil
+	return registeredHandlers[registeredHandlerID{prog, proc}]
 }
 
 // Serve is a singleton listener paralleling http.Serve

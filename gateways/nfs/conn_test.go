@@ -1,0 +1,222 @@
+package nfs
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/silt-io/silt/view"
+)
+
+// slowView is a fault-injection wrapper: every ReadAt of a file it opens
+// takes delay, and it records how many were in progress at once.
+type slowView struct {
+	view.View
+	delay         time.Duration
+	inflight, max atomic.Int64
+}
+
+func (s *slowView) Open(ctx context.Context, p string) (view.File, error) {
+	f, err := s.View.Open(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return slowFile{f, s}, nil
+}
+
+type slowFile struct {
+	view.File
+	s *slowView
+}
+
+func (f slowFile) ReadAt(b []byte, off int64) (int, error) {
+	n := f.s.inflight.Add(1)
+	defer f.s.inflight.Add(-1)
+	for {
+		m := f.s.max.Load()
+		if n <= m || f.s.max.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(f.s.delay)
+	return f.File.ReadAt(b, off)
+}
+
+// pipelinedReads reads 8 different ranges of bigChunk concurrently over
+// one mount (one TCP connection: the Go client multiplexes calls on it by
+// xid) and returns how long that took.
+func pipelinedReads(t *testing.T, addr string, want []byte) time.Duration {
+	t.Helper()
+	tgt := mustMount(t, addr, "/")
+	f, err := tgt.Open(bigChunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const readers = 8
+	var wg sync.WaitGroup
+	errs := make(chan string, readers)
+	start := time.Now()
+	for i := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			off := int64(i) * 30_000
+			buf := make([]byte, 20_000)
+			n, err := f.ReadAt(buf, off)
+			if err != nil || !bytes.Equal(buf[:n], want[off:off+int64(n)]) || n != len(buf) {
+				errs <- fmt.Sprintf("read at %d: %d bytes, %v, or content differs", off, n, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	return time.Since(start)
+}
+
+func TestConcurrentReadsOneConnection(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	e := newEnv(t)
+	sv := &slowView{View: e.mem, delay: delay}
+	addr, _ := serveView(t, DefaultConfig(), sv)
+	took := pipelinedReads(t, addr, e.files[bigChunk])
+	// Served one at a time, 8 reads would take 8 delays.
+	if took > 3*delay || sv.max.Load() < 8 {
+		t.Fatalf("8 pipelined READs took %v with at most %d in the view at once; want about one delay (%v) with 8 at once",
+			took, sv.max.Load(), delay)
+	}
+}
+
+func TestInflightBound(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	e := newEnv(t)
+	sv := &slowView{View: e.mem, delay: delay}
+	cfg := DefaultConfig()
+	cfg.MaxInflight = 2
+	addr, _ := serveView(t, cfg, sv)
+	took := pipelinedReads(t, addr, e.files[bigChunk])
+	if got := sv.max.Load(); got != 2 {
+		t.Fatalf("%d requests in the view at once, want the bound 2", got)
+	}
+	if took < 4*delay-delay/2 {
+		t.Fatalf("8 READs, 2 at a time, took %v; want at least 4 delays (%v)", took, 4*delay)
+	}
+}
+
+// TestRepliesWholeUnderLoad pipelines many READs on one raw connection
+// and checks that every reply arrives as one well-formed record with its
+// own xid and data, though concurrent handlers write them; from memory
+// and from a file on disk.
+func TestRepliesWholeUnderLoad(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "big")
+	if err := os.WriteFile(p, e.files[bigChunk], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]view.View{
+		"copied": e.mem,
+		"disk":   &diskView{View: e.mem, path: bigChunk, file: p},
+	} {
+		t.Run(name, func(t *testing.T) {
+			addr, _ := serveView(t, DefaultConfig(), v)
+			pipelineRawReads(t, addr, e.files[bigChunk])
+		})
+	}
+}
+
+// diskView serves one path of the view from a file on disk.
+type diskView struct {
+	view.View
+	path, file string
+}
+
+type diskFile struct {
+	*os.File
+	size int64
+}
+
+func (f diskFile) Size() int64 { return f.size }
+
+func (d *diskView) Open(ctx context.Context, p string) (view.File, error) {
+	if p != d.path {
+		return d.View.Open(ctx, p)
+	}
+	f, err := os.Open(d.file)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return diskFile{f, st.Size()}, nil
+}
+
+func pipelineRawReads(t *testing.T, addr string, want []byte) {
+	c := dialRaw(t, addr)
+	fh := c.lookupPath(c.rootHandle("/"), bigChunk)
+	const calls = 64
+	count := func(i int) uint32 { return uint32(20_000 + 997*i) } // odd sizes: padding
+	offset := func(i int) uint64 { return uint64(3000 * i) }
+	var frames []byte
+	for i := range calls {
+		args := append(xdrString(string(fh)), be(0, uint32(offset(i)), count(i))...)
+		msg := append(be(uint32(5000+i), 0, 2, progNFS, 3, 6, 0, 0, 0, 0), args...)
+		frames = append(frames, be(uint32(len(msg))|1<<31)...)
+		frames = append(frames, msg...)
+	}
+	c.c.SetDeadline(time.Now().Add(20 * time.Second))
+	go c.c.Write(frames) // replies start before the calls are all written
+	seen := map[uint32]bool{}
+	for range calls {
+		var hdr [4]byte
+		if _, err := ioReadFull(c, hdr[:]); err != nil {
+			t.Fatal(err)
+		}
+		n := binary.BigEndian.Uint32(hdr[:]) &^ (1 << 31)
+		body := make([]byte, n)
+		if _, err := ioReadFull(c, body); err != nil {
+			t.Fatal(err)
+		}
+		xid := binary.BigEndian.Uint32(body)
+		i := int(xid) - 5000
+		if i < 0 || i >= calls || seen[xid] {
+			t.Fatalf("reply with xid %d", xid)
+		}
+		seen[xid] = true
+		// xid, REPLY, MSG_ACCEPTED, verifier (2 words), SUCCESS, NFS3_OK,
+		// post_op_attr (1+21 words), count, eof, data length, data.
+		const dataAt = 4 * (6 + 1 + 22 + 3)
+		got := binary.BigEndian.Uint32(body[dataAt-12:])
+		off := offset(i)
+		if got != count(i) || len(body) != dataAt+int((got+3)&^3) || !bytes.Equal(body[dataAt:dataAt+int(got)], want[off:off+uint64(got)]) {
+			t.Fatalf("reply %d: count %d, %d bytes, or data differs", i, got, len(body))
+		}
+		if pad := body[dataAt+int(got):]; !bytes.Equal(pad, make([]byte, len(pad))) {
+			t.Fatalf("reply %d: padding %x", i, pad)
+		}
+	}
+}
+
+func ioReadFull(c *rawConn, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := c.c.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
