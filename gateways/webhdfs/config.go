@@ -21,11 +21,18 @@ type Config struct {
 	// stays valid. Hadoop re-requests it on every seek, so it must outlast
 	// the longest read of one file.
 	RedirectTTL time.Duration `koanf:"redirect_ttl" help:"lifetime of the signed data URLs OPEN redirects to"`
+	// TokenRenewInterval and TokenMaxLifetime bound delegation tokens as
+	// HDFS's dfs.namenode.delegation.token.renew-interval and
+	// max-lifetime do: a token lapses unless renewed within the interval,
+	// and no renewal takes it past the lifetime.
+	TokenRenewInterval time.Duration `koanf:"token_renew_interval" help:"a delegation token expires unless renewed within this interval"`
+	TokenMaxLifetime   time.Duration `koanf:"token_max_lifetime" help:"no renewal extends a delegation token past this lifetime from its issue"`
 }
 
 // DefaultConfig returns the embedded defaults.
 func DefaultConfig() Config {
-	return Config{Listen: "127.0.0.1:9870", BlockSize: 134217728, RedirectTTL: time.Hour}
+	return Config{Listen: "127.0.0.1:9870", BlockSize: 134217728, RedirectTTL: time.Hour,
+		TokenRenewInterval: 24 * time.Hour, TokenMaxLifetime: 7 * 24 * time.Hour}
 }
 
 // Validate checks the config.
@@ -40,6 +47,11 @@ func (c Config) Validate() error {
 	}
 	if c.RedirectTTL <= 0 {
 		return fmt.Errorf("webhdfs: redirect_ttl must be positive")
+	}
+	// Identifiers carry dates in milliseconds; below that a token would
+	// be born expired.
+	if c.TokenRenewInterval < time.Millisecond || c.TokenMaxLifetime < time.Millisecond {
+		return fmt.Errorf("webhdfs: token_renew_interval and token_max_lifetime must be at least 1ms")
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/silt-io/silt/acl"
@@ -62,7 +63,7 @@ func (h *handler) open() error {
 		return errNotFound("Path is not a file: " + h.path)
 	}
 	if fi.Size < h.q.offset {
-		return errArgument(fmt.Sprintf("Offset=%d out of the range [0, %d]", h.q.offset, fi.Size))
+		return errEOF(h.q.offset, fi.Size)
 	}
 	if h.q.signature != "" {
 		return h.data()
@@ -95,6 +96,10 @@ func (h *handler) dataURL() string {
 	return u.String()
 }
 
+// copyBufs holds OPEN's 1 MiB copy buffers: Hadoop re-requests the data
+// URL on every seek, so reads come often.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
 // data sends the requested bytes with an exact Content-Length: Hadoop
 // takes the file length as offset + Content-Length.
 func (h *handler) data() error {
@@ -105,7 +110,7 @@ func (h *handler) data() error {
 	defer f.Close()
 	size := f.Size()
 	if size < h.q.offset {
-		return errArgument(fmt.Sprintf("Offset=%d out of the range [0, %d]", h.q.offset, size))
+		return errEOF(h.q.offset, size)
 	}
 	n := size - h.q.offset
 	if h.q.length >= 0 && h.q.length < n {
@@ -118,7 +123,12 @@ func (h *handler) data() error {
 	if h.r.Method == http.MethodHead {
 		return nil
 	}
-	if _, err := io.Copy(h.w, io.NewSectionReader(f, h.q.offset, n)); err != nil {
+	// Large reads and writes: one syscall per MiB rather than per 32 KiB,
+	// which is what io.Copy through the ResponseWriter would use. The
+	// writer is wrapped so that its ReadFrom does not take over the copy.
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	if _, err := io.CopyBuffer(struct{ io.Writer }{h.w}, io.NewSectionReader(f, h.q.offset, n), *buf); err != nil {
 		// Headers are gone; aborting makes the client see a short body
 		// against Content-Length instead of a silently truncated file.
 		h.s.log.Debug("webhdfs: open: copy failed")

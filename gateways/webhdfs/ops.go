@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/view"
@@ -18,7 +17,7 @@ type handler struct {
 	s         *Server
 	v         view.View
 	principal acl.Principal
-	secret    string // the bearer secret the request carried, if any
+	how       authMethod
 	w         http.ResponseWriter
 	r         *http.Request
 	q         params
@@ -349,43 +348,6 @@ func (h *handler) listXattrs() error {
 		return err
 	}
 	return h.json(map[string]string{"XAttrNames": "[]"})
-}
-
-// delegationToken hands back the caller's own bearer secret: silt has no
-// separate delegation tokens, and the secret is what delegation= accepts.
-// Callers without one get a null token, as from an insecure NameNode.
-func (h *handler) delegationToken() error {
-	if h.secret == "" {
-		return h.json(map[string]any{"Token": nil})
-	}
-	return h.json(map[string]any{"Token": map[string]string{"urlString": h.secret}})
-}
-
-// renewToken checks the token and reports a new expiry a day ahead, the
-// HDFS default renew interval. silt tokens keep their own expiry; renewal
-// does not extend it.
-func (h *handler) renewToken() error {
-	if h.q.token == "" {
-		return errArgument(`missing parameter "token"`)
-	}
-	if _, err := h.s.bearer(h.q.token); err != nil {
-		return err
-	}
-	return h.json(map[string]int64{"long": h.s.now().Add(24 * time.Hour).UnixMilli()})
-}
-
-// cancelToken answers like HDFS (200, empty body) but revokes nothing:
-// silt tokens are revoked by an admin through silt, not by their holders
-// over WebHDFS.
-func (h *handler) cancelToken() error {
-	if h.q.token == "" {
-		return errArgument(`missing parameter "token"`)
-	}
-	if _, err := h.s.bearer(h.q.token); err != nil {
-		return err
-	}
-	h.w.WriteHeader(http.StatusOK)
-	return nil
 }
 
 // hostPort is how this server was reached; block locations name it as

@@ -24,6 +24,9 @@ type params struct {
 	delegation string
 	doAs       string
 	token      string // the delegation token to renew or cancel
+	renewer    string // GETDELEGATIONTOKEN: who may renew the token
+	service    string // GETDELEGATIONTOKEN: the token's service field
+	kind       string // GETDELEGATIONTOKEN: the token's kind field
 	signature  string // silt's signed data-URL parameter
 	values     url.Values
 }
@@ -57,6 +60,9 @@ func parseQuery(raw string) (params, error) {
 		delegation: last("delegation"),
 		doAs:       last("doas"),
 		token:      last("token"),
+		renewer:    last("renewer"),
+		service:    last("service"),
+		kind:       last("kind"),
 		signature:  last(sigParam),
 		values:     q,
 	}

@@ -4,8 +4,9 @@
 //
 // Requests authenticate to an acl.Principal with a bearer token (the
 // Authorization header, as Hadoop's OAuth2 support sends it, or the
-// delegation= parameter), with Hadoop's user.name= only when the operator
-// enables the insecure mode, or act as acl.Anonymous. Every view access
+// delegation= parameter), with a Hadoop delegation token the head issued
+// (delegation=, see TokenStore), with Hadoop's user.name= only when the
+// operator enables the insecure mode, or act as acl.Anonymous. Every view access
 // then goes through acl.Wrap, so this package decides no access itself.
 // Mutating operations are refused with AccessControlException before the
 // request body is read.
@@ -40,6 +41,7 @@ type Server struct {
 	authn      func(secret string) (acl.Principal, error)
 	issue      TokenIssuer // nil: no OAuth2 token endpoint
 	issued     issuedTokens
+	dt         *TokenStore // nil: no delegation tokens
 	authz      acl.Authorizer
 	signingKey []byte
 	log        *zap.Logger
@@ -77,6 +79,12 @@ func New(cfg Config, v view.View, authn func(secret string) (acl.Principal, erro
 
 // Handler returns the HTTP handler of the WebHDFS API.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+// UseDelegationTokens makes the head issue, check, renew and cancel
+// Hadoop delegation tokens kept in ts. Without it GETDELEGATIONTOKEN
+// answers with a null token, as an insecure NameNode does. Call it before
+// Serve.
+func (s *Server) UseDelegationTokens(ts *TokenStore) { s.dt = ts }
 
 // Wrap sets middleware that Serve puts around the handler (the server
 // wiring uses it for request metrics). Call it before Serve.
@@ -149,18 +157,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var (
 		principal acl.Principal
-		secret    string
+		how       authMethod
 	)
 	if q.signature != "" {
 		principal, err = s.verify(q.signature, p)
+		how = authSigned
 	} else {
-		principal, secret, err = s.authenticate(r, q)
+		principal, how, err = s.authenticate(r, q)
 	}
 	if err != nil {
 		s.fail(w, r, err, p)
 		return
 	}
-	h := &handler{s: s, v: acl.Wrap(s.view, s.authz, principal), principal: principal, secret: secret, w: w, r: r, q: q, path: p}
+	h := &handler{s: s, v: acl.Wrap(s.view, s.authz, principal), principal: principal, how: how, w: w, r: r, q: q, path: p}
 	fn, ok := ops[q.op]
 	if !ok {
 		s.fail(w, r, errArgument(fmt.Sprintf("Invalid value for webhdfs parameter \"op\": No enum constant %s; silt serves read operations only", q.op)), p)
@@ -171,45 +180,67 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// authMethod records how a request authenticated: only a principal that
+// proved itself with a bearer token may obtain, renew or cancel
+// delegation tokens.
+type authMethod int
+
+const (
+	authAnonymous  authMethod = iota
+	authUserName              // insecure user.name=
+	authBearer                // a silt token, in the Authorization header or as delegation=
+	authDelegation            // a Hadoop delegation token issued by this head
+	authSigned                // a signed data URL
+)
+
 // authenticate turns the request's credential into a principal. A bearer
 // token wins over user.name, which Hadoop sends alongside whatever else it
 // uses.
-// The bearer secret, if any, is returned for GETDELEGATIONTOKEN.
-func (s *Server) authenticate(r *http.Request, q params) (acl.Principal, string, error) {
-	p, secret, err := s.credential(r, q)
+func (s *Server) authenticate(r *http.Request, q params) (acl.Principal, authMethod, error) {
+	p, how, err := s.credential(r, q)
 	if err != nil {
-		return acl.Principal{}, "", err
+		return acl.Principal{}, 0, err
 	}
 	// silt has no proxy-user rules, so doas= may only name the caller.
 	if q.doAs != "" && q.doAs != p.Name {
-		return acl.Principal{}, "", errAccess(fmt.Sprintf("User: %s is not allowed to impersonate %s; silt has no proxy users", p.Name, q.doAs))
+		return acl.Principal{}, 0, errAccess(fmt.Sprintf("User: %s is not allowed to impersonate %s; silt has no proxy users", p.Name, q.doAs))
 	}
-	return p, secret, nil
+	return p, how, nil
 }
 
-func (s *Server) credential(r *http.Request, q params) (acl.Principal, string, error) {
+func (s *Server) credential(r *http.Request, q params) (acl.Principal, authMethod, error) {
 	if a := r.Header.Get("Authorization"); a != "" {
 		scheme, secret, _ := strings.Cut(a, " ")
 		secret = strings.TrimSpace(secret)
 		if !strings.EqualFold(scheme, "Bearer") {
-			return acl.Principal{}, "", errAuth(fmt.Sprintf("unsupported authorization scheme %q; send \"Authorization: Bearer <token>\"", scheme))
+			return acl.Principal{}, 0, errAuth(fmt.Sprintf("unsupported authorization scheme %q; send \"Authorization: Bearer <token>\"", scheme))
 		}
 		p, err := s.bearer(secret)
-		return p, secret, err
+		return p, authBearer, err
 	}
 	if q.delegation != "" {
+		// A generated silt secret never parses as a Hadoop token (its
+		// first byte would be a negative length), so the form decides
+		// which kind of credential this is.
+		if t, err := decodeToken(q.delegation); err == nil && s.dt != nil {
+			id, err := s.dt.check(t, s.now())
+			if err != nil {
+				return acl.Principal{}, 0, errTokenAuth(err)
+			}
+			return acl.Principal{Name: id.owner}, authDelegation, nil
+		}
 		p, err := s.bearer(q.delegation)
-		return p, q.delegation, err
+		return p, authBearer, err
 	}
 	if q.userName != "" && s.cfg.InsecureUserName {
 		if len(q.userName) > 64 || strings.ContainsAny(q.userName, " \t\r\n/~") {
-			return acl.Principal{}, "", errArgument(fmt.Sprintf("Invalid value for webhdfs parameter \"user.name\": %q", q.userName))
+			return acl.Principal{}, 0, errArgument(fmt.Sprintf("Invalid value for webhdfs parameter \"user.name\": %q", q.userName))
 		}
-		return acl.Principal{Name: q.userName}, "", nil
+		return acl.Principal{Name: q.userName}, authUserName, nil
 	}
 	// user.name without the insecure mode proves nothing, so it is
 	// ignored rather than refused: stock Hadoop clients always send it.
-	return acl.Anonymous, "", nil
+	return acl.Anonymous, authAnonymous, nil
 }
 
 // bearer checks a silt bearer secret. Any failure is the client's to fix
