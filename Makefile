@@ -30,6 +30,8 @@ conformance: build
 bench: build
 	$(GO) run ./bench/appendbench
 	$(GO) run ./bench/s3bench -size 256
+	$(GO) run ./bench/nfsbench -size 256
+	$(GO) run ./bench/webhdfsbench -size 256
 	$(GO) run ./bench/tierbench
 
 vet:

@@ -25,6 +25,9 @@ type StreamSpec struct {
 	Group    string            `json:"group,omitempty"`
 	// Retention, if set, bounds the stream's tier-2 history.
 	Retention *Retention `json:"retention,omitempty"`
+	// TierPrefix, if set, puts the stream's tier-2 objects under
+	// <prefix>/<tenant>/<stream>/ in the server's tier-2 target.
+	TierPrefix string `json:"tier_prefix,omitempty"`
 }
 
 // Retention bounds a stream's tier-2 history: whole chunks are deleted,
@@ -38,11 +41,12 @@ type Retention struct {
 
 // StreamConfig is a stream's configuration, fixed at creation.
 type StreamConfig struct {
-	Encoding  string            `json:"encoding"`
-	Segments  int               `json:"segments"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	Group     string            `json:"group,omitempty"`
-	Retention *Retention        `json:"retention,omitempty"`
+	Encoding   string            `json:"encoding"`
+	Segments   int               `json:"segments"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	Group      string            `json:"group,omitempty"`
+	Retention  *Retention        `json:"retention,omitempty"`
+	TierPrefix string            `json:"tier_prefix,omitempty"`
 }
 
 // Segment is one segment's state. It owns routing keys whose KeyHash is in

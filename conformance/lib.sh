@@ -84,7 +84,9 @@ need() {
 	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 || true
 	if ! command -v "$1" >/dev/null 2>&1; then
-		echo "cannot install $1 (package $2)"
+		# A missing client is a failure, never a silent skip: the suite
+		# that needed it did not run.
+		fail "cannot install $1 (Debian package $2); the checks that need it did not run"
 		return 1
 	fi
 }
@@ -96,7 +98,55 @@ need_pip() {
 	python3 -m pip install -q "$2" >/dev/null 2>&1 || true
 	hash -r
 	if ! command -v "$1" >/dev/null 2>&1; then
-		echo "cannot install $1 (PyPI package $2)"
+		fail "cannot install $1 (PyPI package $2); the checks that need it did not run"
 		return 1
+	fi
+}
+
+# start_minicluster [START_ARGS...]: starts a real single-datanode HDFS
+# (conformance/hdfs/start.sh: Apache Hadoop's MiniDFSCluster, with WebHDFS)
+# on loopback and waits until it serves. Sets MINI_NN (namenode RPC
+# host:port), MINI_WEBHDFS (http://127.0.0.1:P/webhdfs/v1), MINI_PID and
+# MINI_DIR (its data and log, minihdfs.log; kept until stop_minicluster).
+# START_ARGS go to start.sh, e.g. --block-size 1048576 or --nn-port N; with
+# MINI_DIR already set (after stop_minicluster --keep) the same cluster,
+# files included, starts again. The first run fetches the Hadoop jars.
+start_minicluster() {
+	need java default-jdk-headless || return 1
+	need javac default-jdk-headless || return 1
+	need mvn maven || return 1
+	need jq jq || return 1
+	if [ -z "${MINI_DIR:-}" ]; then MINI_DIR=$(mktemp -d /tmp/silt-minihdfs.XXXXXX); fi
+	rm -f "$MINI_DIR/ready"
+	conformance/hdfs/start.sh --dir "$MINI_DIR/cluster" --ready "$MINI_DIR/ready" "$@" \
+		>>"$MINI_DIR/minihdfs.log" 2>&1 </dev/null &
+	MINI_PID=$!
+	# Up to 5 minutes: a first run downloads the jars from Maven Central.
+	for _ in $(seq 1 3000); do
+		[ -s "$MINI_DIR/ready" ] && break
+		kill -0 "$MINI_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ ! -s "$MINI_DIR/ready" ]; then
+		echo "the HDFS minicluster did not start; the end of its log ($MINI_DIR/minihdfs.log):"
+		grep -v '^\s*at ' "$MINI_DIR/minihdfs.log" | tail -20 | sed 's/^/       /'
+		stop_minicluster --keep
+		return 1
+	fi
+	MINI_NN=$(jq -r .namenode "$MINI_DIR/ready")
+	MINI_WEBHDFS=$(jq -r .webhdfs "$MINI_DIR/ready")
+}
+
+# stop_minicluster [--keep]: stops the minicluster (SIGTERM: a clean
+# shutdown) and removes MINI_DIR, unless --keep leaves it for a restart.
+stop_minicluster() {
+	if [ -n "${MINI_PID:-}" ]; then
+		kill "$MINI_PID" 2>/dev/null || true
+		wait "$MINI_PID" 2>/dev/null || true
+		MINI_PID=
+	fi
+	if [ "${1:-}" != "--keep" ] && [ -n "${MINI_DIR:-}" ]; then
+		rm -rf "$MINI_DIR"
+		MINI_DIR=
 	fi
 }

@@ -9,7 +9,10 @@ source conformance/lib.sh
 # Scratch files of this run; a unique directory keeps concurrent runs apart.
 CONF_TMP=$(mktemp -d /tmp/silt-conformance.XXXXXX)
 export CONF_TMP
-trap 'stop_silt; rm -rf "$CONF_TMP"' EXIT
+# on_exit is the run's cleanup; a suite that starts more servers chains
+# onto it (trap 'stop_x; on_exit' EXIT) and restores it when done.
+on_exit() { stop_silt; rm -rf "$CONF_TMP"; }
+trap on_exit EXIT
 
 need curl curl || exit 1
 need jq jq || exit 1

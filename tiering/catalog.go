@@ -5,6 +5,7 @@ import (
 
 	"fmt"
 	"strconv"
+	"strings"
 
 	"time"
 
@@ -39,6 +40,9 @@ type StreamRecord struct {
 	Created     time.Time     `json:"created"`
 	Incarnation int64         `json:"incarnation"`
 	Segments    []string      `json:"segments"`
+	// Prefix is the stream's tier prefix (core.StreamConfig.TierPrefix),
+	// kept here so that a deleted stream's objects can still be found.
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // SegmentRecord is a segment's tiering progress, committed with each chunk.
@@ -122,9 +126,35 @@ func ParseChunkName(name string) (first uint64, ok bool) {
 	return v, err == nil
 }
 
-// ObjectKey is the tier-2 key of a chunk; it mirrors the view's path.
+// ObjectKey is the tier-2 key of a chunk of a stream without a tier
+// prefix; it mirrors the view's path.
 func ObjectKey(tenant, stream, seg, name string) string {
-	return tenant + "/" + stream + "/segment=" + seg + "/" + name
+	return PrefixedObjectKey("", tenant, stream, seg, name)
+}
+
+// PrefixedObjectKey is the tier-2 key of a chunk of a stream with tier
+// prefix prefix ("" for none): <prefix>/<tenant>/<stream>/segment=<id>/<name>.
+func PrefixedObjectKey(prefix, tenant, stream, seg, name string) string {
+	return streamObjectPrefix(prefix, tenant, stream) + "segment=" + seg + "/" + name
+}
+
+// streamObjectPrefix is what every tier-2 key of a stream starts with.
+func streamObjectPrefix(prefix, tenant, stream string) string {
+	if prefix != "" {
+		prefix += "/"
+	}
+	return prefix + tenant + "/" + stream + "/"
+}
+
+// isStreamObject reports whether key, listed under the stream's object
+// prefix, is one of its chunks (<prefix>segment=<id>/<name>) rather than
+// an object of another stream whose tier prefix makes its keys start the
+// same way (tier prefix "x/acme" and tenant "clicks" start like tier
+// prefix "x", tenant "acme", stream "clicks").
+func isStreamObject(objPrefix, key string) bool {
+	rest, ok := strings.CutPrefix(key, objPrefix)
+	seg, name, ok2 := strings.Cut(rest, "/")
+	return ok && ok2 && strings.HasPrefix(seg, "segment=") && name != "" && !strings.Contains(name, "/")
 }
 
 func getJSON(cat *catalog.Catalog, key string, v any) (bool, error) {

@@ -2,17 +2,20 @@ package tiering
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // Config configures tiering.
 type Config struct {
-	Backend string   `koanf:"backend" help:"tier-2 backend: fs (a local or mounted directory) or s3 (AWS S3 or an S3-compatible store)"`
-	FS      FSConfig `koanf:"fs"`
-	S3      S3Config `koanf:"s3"`
+	Backend string     `koanf:"backend" help:"tier-2 backend: fs (a local or mounted directory), s3 (AWS S3 or an S3-compatible store) or hdfs"`
+	FS      FSConfig   `koanf:"fs"`
+	S3      S3Config   `koanf:"s3"`
+	HDFS    HDFSConfig `koanf:"hdfs"`
 	// MaxChunkBytes bounds a chunk; a single event larger than it still
 	// makes a chunk of its own.
 	MaxChunkBytes int64 `koanf:"max_chunk_bytes" help:"seal a chunk when it reaches this many encoded bytes"`
@@ -85,6 +88,47 @@ func (c S3Config) Validate() error {
 	return nil
 }
 
+// HDFSConfig configures the hdfs backend.
+type HDFSConfig struct {
+	Namenodes []string `koanf:"namenodes" help:"namenode RPC addresses (host:port, usually port 8020); list both of an HA pair and the active one is found"`
+	User      string   `koanf:"user" help:"HDFS user tier 2 is written as (simple authentication); empty means the OS user running silt"`
+	Dir       string   `koanf:"dir" help:"absolute HDFS directory holding tier 2; objects are <dir>/<tenant>/<stream>/segment=<id>/<chunk>"`
+	// Timeout bounds each stall, not a whole transfer: a namenode or
+	// datanode that stops answering must fail the attempt (retried with
+	// backoff), not hang the tiering loop.
+	Timeout time.Duration `koanf:"timeout" help:"longest a namenode or datanode connection may stall (connect, send or wait for an answer) before the attempt fails"`
+}
+
+// Validate checks the hdfs section, naming keys in full.
+func (c HDFSConfig) Validate() error {
+	if len(c.Namenodes) == 0 {
+		return fmt.Errorf("tiering: backend hdfs needs tiering.hdfs.namenodes (the namenode RPC address, e.g. namenode.example:8020)")
+	}
+	for _, nn := range c.Namenodes {
+		host, port, err := net.SplitHostPort(nn)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("tiering: tiering.hdfs.namenodes entry %q: want host:port", nn)
+		}
+	}
+	if c.Dir == "" {
+		return fmt.Errorf("tiering: backend hdfs needs tiering.hdfs.dir (an absolute HDFS directory such as /silt)")
+	}
+	if !strings.HasPrefix(c.Dir, "/") {
+		return fmt.Errorf("tiering: tiering.hdfs.dir %q: must be an absolute path (start with /)", c.Dir)
+	}
+	if d := strings.Trim(c.Dir, "/"); d != "" {
+		for _, e := range strings.Split(d, "/") {
+			if e == "" || e == "." || e == ".." || strings.ContainsAny(e, ":") {
+				return fmt.Errorf("tiering: tiering.hdfs.dir %q: invalid element %q", c.Dir, e)
+			}
+		}
+	}
+	if c.Timeout <= 0 {
+		return fmt.Errorf("tiering: tiering.hdfs.timeout must be positive")
+	}
+	return nil
+}
+
 // RetryConfig is the capped exponential backoff after a failed upload.
 type RetryConfig struct {
 	Initial time.Duration `koanf:"initial" help:"wait after the first failed tier-2 upload"`
@@ -96,6 +140,7 @@ func DefaultConfig() Config {
 	return Config{
 		Backend:         "fs",
 		S3:              S3Config{Region: "us-east-1", PartSize: 16 << 20},
+		HDFS:            HDFSConfig{Timeout: 60 * time.Second},
 		MaxChunkBytes:   8 << 20,
 		MaxLag:          2 * time.Second,
 		Interval:        250 * time.Millisecond,
@@ -112,8 +157,12 @@ func (c Config) Validate() error {
 		if err := c.S3.Validate(); err != nil {
 			return err
 		}
+	case "hdfs":
+		if err := c.HDFS.Validate(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("tiering: backend %q: want \"fs\" or \"s3\"", c.Backend)
+		return fmt.Errorf("tiering: tiering.backend %q: want \"fs\", \"s3\" or \"hdfs\"", c.Backend)
 	}
 	if c.MaxChunkBytes < 1 {
 		return fmt.Errorf("tiering: max_chunk_bytes must be positive")
@@ -136,14 +185,17 @@ func (c Config) sealAge() time.Duration { return c.MaxLag - 2*c.Interval }
 // OpenBackend opens the configured backend; coreDir is the core data
 // directory, the default parent of the fs backend's directory and where
 // the s3 backend buffers uploads. It does no network I/O: an unreachable
-// S3 endpoint must not stop silt from starting, its errors surface in the
-// Tierer's retries and status instead.
+// S3 endpoint or namenode must not stop silt from starting, its errors
+// surface in the Tierer's retries and status instead.
 func OpenBackend(c Config, coreDir string) (Backend, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.Backend == "s3" {
+	switch c.Backend {
+	case "s3":
 		return OpenS3(c.S3, filepath.Join(coreDir, "s3-upload"))
+	case "hdfs":
+		return OpenHDFS(c.HDFS)
 	}
 	dir := c.FS.Dir
 	if dir == "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -246,6 +247,11 @@ func (f *faultyBackend) set(fn func(*faultyBackend)) {
 }
 
 func (f *faultyBackend) Create(ctx context.Context, key string) (Writer, error) {
+	if strings.HasSuffix(key, "/"+ManifestName) {
+		// Faults are injected into chunk uploads only, so that a test's
+		// count of failures is a count of chunk attempts.
+		return f.Backend.Create(ctx, key)
+	}
 	if f.take(&f.failCreate) {
 		return nil, errInjected
 	}
@@ -274,3 +280,6 @@ func (w *faultyWriter) Finish() error {
 	}
 	return w.Writer.Finish()
 }
+
+// isManifest reports whether a tier-2 key is a stream's manifest.
+func isManifest(key string) bool { return strings.HasSuffix(key, "/"+ManifestName) }

@@ -118,6 +118,8 @@ func (t *Tierer) dropChunk(ctx context.Context, ss *streamState, seg *segState, 
 	if err != nil {
 		return fmt.Errorf("commit retention of %s: %w", c.Key, err)
 	}
+	ss.manifestDirty = true
+	ss.chunkChanges++
 	t.mu.Lock()
 	seg.rec = rec
 	t.mu.Unlock()

@@ -513,13 +513,19 @@ func TestS3Tierer(t *testing.T) {
 		}
 	}
 	keys := m.keys(t, "lake")
+	chunkKeys, manifests := 0, 0
 	for _, k := range keys {
+		if isManifest(k) {
+			manifests++
+			continue
+		}
+		chunkKeys++
 		if _, ok := committed[k]; !ok {
 			t.Errorf("moto holds %s, which no chunk record names", k)
 		}
 	}
-	if len(keys) != len(committed) || len(keys) < 8 {
-		t.Fatalf("moto holds %d objects, the catalog %d", len(keys), len(committed))
+	if chunkKeys != len(committed) || chunkKeys < 8 || manifests != 2 {
+		t.Fatalf("moto holds %d chunk objects and %d manifests, the catalog %d chunks of 2 streams", chunkKeys, manifests, len(committed))
 	}
 
 	// Deleting the stream removes its objects from the bucket.

@@ -86,9 +86,18 @@ type Tierer struct {
 
 type streamState struct {
 	tenant, name string
+	prefix       string // tier prefix ("" for none)
 	enc          core.Encoding
 	incarnation  int64
 	segs         []*segState
+
+	// The manifest in tier 2 is rewritten when chunks changed (see
+	// maybeWriteManifest); it starts dirty so that each start rewrites it
+	// once, repairing one whose catalog record a crash cut off.
+	manifestDirty   bool
+	chunkChanges    int // seals and retention deletions so far
+	manifestWritten time.Time
+	manifestRetry   time.Time
 }
 
 type segState struct {
@@ -155,7 +164,11 @@ func (t *Tierer) run(ctx context.Context) {
 	tick := time.NewTicker(t.cfg.Interval)
 	defer tick.Stop()
 	for {
-		t.scan(ctx)
+		// A pass that stopped at its per-segment bounds with work left
+		// (a backlog) is followed by the next at once, not a tick later.
+		if more := t.scan(ctx); more && ctx.Err() == nil {
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -216,11 +229,15 @@ func (t *Tierer) recover(ctx context.Context) error {
 // stream record goes last, so a crash part-way is finished by the next
 // recover; the view hides a stream whose incarnation is not core's.
 func (t *Tierer) removeStream(ctx context.Context, r StreamRecord) error {
-	keys, err := t.be.List(ctx, r.Tenant+"/"+r.Stream+"/")
+	objPrefix := streamObjectPrefix(r.Prefix, r.Tenant, r.Stream)
+	keys, err := t.be.List(ctx, objPrefix)
 	if err != nil {
 		return err
 	}
 	for _, k := range keys {
+		if !isStreamObject(objPrefix, k) && k != objPrefix+ManifestName {
+			continue
+		}
 		if err := t.be.Delete(ctx, k); err != nil {
 			return err
 		}
@@ -237,18 +254,20 @@ func (t *Tierer) removeStream(ctx context.Context, r StreamRecord) error {
 	for _, seg := range r.Segments {
 		del = append(del, segmentKey(r.Tenant, r.Stream, seg), intentKey(r.Tenant, r.Stream, seg))
 	}
-	del = append(del, streamKey(r.Tenant, r.Stream))
+	del = append(del, streamKey(r.Tenant, r.Stream), manifestKey(r.Tenant, r.Stream))
 	t.log.Info("removed tier-2 data of a deleted stream", zap.String("stream", r.Tenant+"/"+r.Stream), zap.Int("objects", len(keys)))
 	return t.cat.Commit(nil, del)
 }
 
 // scan is one pass over every segment.
-func (t *Tierer) scan(ctx context.Context) {
+// scan runs one pass over every stream; it reports whether some segment
+// has more to seal right away than one pass may do.
+func (t *Tierer) scan(ctx context.Context) (more bool) {
 	streams := t.store.Streams()
 	seen := make(map[string]bool, len(streams))
 	for _, st := range streams {
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		key := st.Tenant + "/" + st.Name
 		seen[key] = true
@@ -257,10 +276,14 @@ func (t *Tierer) scan(ctx context.Context) {
 			t.log.Warn("cannot track stream for tiering", zap.String("stream", key), zap.Error(err))
 			continue
 		}
+		sealed := ss.chunkChanges
 		for i, info := range st.Segments {
-			t.scanSegment(ctx, ss, ss.segs[i], info)
+			if t.scanSegment(ctx, ss, ss.segs[i], info) {
+				more = true
+			}
 		}
 		t.retain(ctx, ss, st.Config.Retention)
+		t.maybeWriteManifest(ctx, ss, ss.chunkChanges != sealed)
 	}
 	t.mu.Lock()
 	var gone []*streamState
@@ -280,6 +303,7 @@ func (t *Tierer) scan(ctx context.Context) {
 			t.log.Warn("could not remove tier-2 data of a deleted stream; retried at next start", zap.String("stream", ss.tenant+"/"+ss.name), zap.Error(err))
 		}
 	}
+	return more
 }
 
 // track returns the state of a stream, loading or creating its catalog
@@ -305,7 +329,7 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 		ok = false
 	}
 	if !ok {
-		rec = StreamRecord{Tenant: st.Tenant, Stream: st.Name, Encoding: st.Config.Encoding, Created: st.Created, Incarnation: st.Incarnation()}
+		rec = StreamRecord{Tenant: st.Tenant, Stream: st.Name, Encoding: st.Config.Encoding, Created: st.Created, Incarnation: st.Incarnation(), Prefix: st.Config.TierPrefix}
 		for _, seg := range st.Segments {
 			rec.Segments = append(rec.Segments, seg.ID)
 		}
@@ -314,7 +338,7 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 			return nil, err
 		}
 	}
-	ss = &streamState{tenant: st.Tenant, name: st.Name, enc: rec.Encoding, incarnation: rec.Incarnation}
+	ss = &streamState{tenant: st.Tenant, name: st.Name, prefix: rec.Prefix, enc: rec.Encoding, incarnation: rec.Incarnation, manifestDirty: true}
 	for _, info := range st.Segments {
 		seg := &segState{id: info.ID}
 		if seg.rec, err = GetSegment(t.cat, st.Tenant, st.Name, info.ID); err != nil {
@@ -355,13 +379,15 @@ const (
 	maxSealsPerPass     = 8
 )
 
-func (t *Tierer) scanSegment(ctx context.Context, ss *streamState, seg *segState, info core.SegmentInfo) {
+// It reports whether the segment has more to seal at once than the pass's
+// bounds allowed.
+func (t *Tierer) scanSegment(ctx context.Context, ss *streamState, seg *segState, info core.SegmentInfo) bool {
 	read := 0
 	for seg.scanned < info.NextOffset && read < maxScanBytesPerPass {
 		res, err := t.store.Read(ctx, core.ReadRequest{Tenant: ss.tenant, Stream: ss.name, Segment: seg.id, From: seg.scanned, MaxEvents: 10000})
 		if err != nil {
 			t.fail(seg, fmt.Errorf("read tier 1 at offset %d: %w", seg.scanned, err))
-			return
+			return false
 		}
 		if len(res.Events) == 0 {
 			break
@@ -380,18 +406,19 @@ func (t *Tierer) scanSegment(ctx context.Context, ss *streamState, seg *segState
 	for i := 0; i < maxSealsPerPass && seg.pending > 0 && ctx.Err() == nil; i++ {
 		now := t.now()
 		if seg.pending < t.cfg.MaxChunkBytes && now.Sub(seg.oldest) < t.cfg.sealAge() {
-			return
+			return false
 		}
 		if now.Before(seg.retryAt) {
-			return
+			return false
 		}
 		if err := t.seal(ctx, ss, seg); err != nil {
 			if ctx.Err() == nil {
 				t.fail(seg, err)
 			}
-			return
+			return false
 		}
 	}
+	return seg.scanned < info.NextOffset || seg.pending >= t.cfg.MaxChunkBytes
 }
 
 func encodedSize(enc core.Encoding, n int) int64 {
@@ -457,14 +484,24 @@ build:
 	if c.Events == 0 {
 		return nil
 	}
-	sum := md5.Sum(buf)
 	c.Segment, c.FirstOffset, c.LastOffset = seg.id, first, off-1
 	c.Name = ChunkName(ss.enc, c.FirstOffset, c.LastOffset)
-	c.Key = ObjectKey(ss.tenant, ss.name, seg.id, c.Name)
-	c.Size, c.MD5, c.CRC32C = int64(len(buf)), hex.EncodeToString(sum[:]), crc32.Checksum(buf, castagnoli)
+	c.Key = PrefixedObjectKey(ss.prefix, ss.tenant, ss.name, seg.id, c.Name)
+	c.Size = int64(len(buf))
 
+	// The checksums are needed only for the catalog commit: computing them
+	// while the upload writes and syncs keeps the other core busy instead
+	// of adding their time to every chunk's.
+	summed := make(chan struct{})
+	go func() {
+		defer close(summed)
+		sum := md5.Sum(buf)
+		c.MD5, c.CRC32C = hex.EncodeToString(sum[:]), crc32.Checksum(buf, castagnoli)
+	}()
 	start := time.Now()
-	if err := t.upload(ctx, ss, seg, c.Key, buf); err != nil {
+	err := t.upload(ctx, ss, seg, c.Key, buf)
+	<-summed
+	if err != nil {
 		return err
 	}
 	t.m.uploadSeconds.Observe(time.Since(start).Seconds())
@@ -478,13 +515,15 @@ build:
 	rec := SegmentRecord{Tiered: off, First: seg.rec.First, Chunks: seg.rec.Chunks + 1, Bytes: seg.rec.Bytes + c.Size, LastSeal: c.Sealed}
 	cv, _ := json.Marshal(c)
 	sv, _ := json.Marshal(rec)
-	err := t.cat.Commit(map[string][]byte{
+	err = t.cat.Commit(map[string][]byte{
 		chunkKey(ss.tenant, ss.name, seg.id, first): cv,
 		segmentKey(ss.tenant, ss.name, seg.id):      sv,
 	}, []string{intentKey(ss.tenant, ss.name, seg.id)})
 	if err != nil {
 		return fmt.Errorf("commit chunk %s: %w", c.Key, err)
 	}
+	ss.manifestDirty = true
+	ss.chunkChanges++
 	t.mu.Lock()
 	seg.rec = rec
 	seg.pending -= c.Size

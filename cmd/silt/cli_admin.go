@@ -83,12 +83,13 @@ func runStream(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx := context.Background()
 	return sub("stream", args, map[string]func([]string) error{
 		"create": func(args []string) error {
-			c := newCLI("stream create", "stream create TENANT/STREAM [--encoding lines|framed] [--segments N] [--meta k=v]... [--group G] [--retention-age D] [--retention-bytes N]", stdin, stdout, stderr)
+			c := newCLI("stream create", "stream create TENANT/STREAM [--encoding lines|framed] [--segments N] [--meta k=v]... [--group G] [--retention-age D] [--retention-bytes N] [--tier-prefix P]", stdin, stdout, stderr)
 			enc := c.fs.String("encoding", "lines", "lines (one event per line) or framed (length-prefixed binary)")
 			segs := c.fs.Int("segments", 0, "number of segments (default: the server's core.default_segments)")
 			group := c.fs.String("group", "", "group name, for group grants")
 			retAge := c.fs.Duration("retention-age", 0, "delete tier-2 chunks whose newest event is older than this, e.g. 720h (0: keep forever)")
 			retBytes := c.fs.Int64("retention-bytes", 0, "delete the oldest tier-2 chunks while the stream's tier-2 bytes exceed this (0: keep forever)")
+			tierPrefix := c.fs.String("tier-prefix", "", "put the stream's tier-2 objects under P/<tenant>/<stream>/ in the server's tier-2 bucket prefix or directory, e.g. archive/2026")
 			meta := metaFlag{}
 			c.fs.Var(meta, "meta", "metadata key=value (repeatable)")
 			rest, err := c.parse(args, 1, 1)
@@ -103,7 +104,7 @@ func runStream(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			spec := client.StreamSpec{Name: name, Encoding: *enc, Segments: *segs, Metadata: meta, Group: *group}
+			spec := client.StreamSpec{Name: name, Encoding: *enc, Segments: *segs, Metadata: meta, Group: *group, TierPrefix: *tierPrefix}
 			if *retAge != 0 || *retBytes != 0 {
 				// Negative values go to the server, whose 400 names the field.
 				spec.Retention = &client.Retention{MaxBytes: *retBytes}
@@ -169,6 +170,9 @@ func runStream(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 					if r.MaxBytes != 0 {
 						fmt.Fprintf(w, "retention bytes\t%d\n", r.MaxBytes)
 					}
+				}
+				if s.Config.TierPrefix != "" {
+					fmt.Fprintf(w, "tier prefix\t%s\n", s.Config.TierPrefix)
 				}
 				tier := map[string]client.SegmentTiering{}
 				if s.Tiering != nil {

@@ -187,6 +187,11 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	if err != nil {
 		return fmt.Errorf("tier-2 backend: %w", err)
 	}
+	// The hdfs backend holds a namenode connection; it goes after the
+	// Tierer (deferred earlier, so closed later).
+	if c, ok := backend.(io.Closer); ok {
+		defer c.Close()
+	}
 	tierer, err := tiering.New(cfg.Tier, store, backend, tiering.Options{Logger: log.Named("tiering"), Registerer: reg})
 	if err != nil {
 		return err
@@ -234,6 +239,13 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Delegation tokens live in the catalog, so that jobs holding one
+	// survive a restart of the server.
+	dtokens, err := webhdfs.OpenTokenStore(store.Catalog(), acls.GetPrincipal)
+	if err != nil {
+		return err
+	}
+	hdfssrv.UseDelegationTokens(dtokens)
 	headMetrics, err := httpmetrics.New(reg)
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ stop_moto() {
 	rm -f "$MOTO_LOG"
 }
 # run.sh's EXIT trap stops silt; stop moto too if the run is cut short.
-trap 'stop_moto; stop_silt' EXIT
+trap 'stop_moto; on_exit' EXIT
 for _ in $(seq 1 100); do
 	curl -fsS "$MOTO/" >/dev/null 2>&1 && break
 	sleep 0.1
@@ -104,4 +104,4 @@ fi
 stop_silt
 
 stop_moto
-trap stop_silt EXIT
+trap on_exit EXIT

@@ -97,6 +97,7 @@ func (s *Server) createStream(c *call) (op, error) {
 	return op{res: res, run: func() error {
 		st, err := s.store.CreateStream(c.r.Context(), tenant, req.Name, core.StreamConfig{
 			Encoding: enc, Segments: req.Segments, Metadata: req.Metadata, Group: req.Group, Retention: ret,
+			TierPrefix: req.TierPrefix,
 		})
 		if err != nil {
 			return err

@@ -29,11 +29,12 @@ type tenantJSON struct {
 }
 
 type streamConfigJSON struct {
-	Encoding  string            `json:"encoding"`
-	Segments  int               `json:"segments"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	Group     string            `json:"group,omitempty"`
-	Retention *retentionJSON    `json:"retention,omitempty"`
+	Encoding   string            `json:"encoding"`
+	Segments   int               `json:"segments"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	Group      string            `json:"group,omitempty"`
+	Retention  *retentionJSON    `json:"retention,omitempty"`
+	TierPrefix string            `json:"tier_prefix,omitempty"`
 }
 
 // retentionJSON is a stream's tier-2 retention. MaxAge is a Go duration
@@ -115,12 +116,13 @@ type createTenantRequest struct {
 }
 
 type createStreamRequest struct {
-	Name      string            `json:"name"`
-	Encoding  string            `json:"encoding"`
-	Segments  int               `json:"segments"`
-	Metadata  map[string]string `json:"metadata"`
-	Group     string            `json:"group"`
-	Retention *retentionJSON    `json:"retention"`
+	Name       string            `json:"name"`
+	Encoding   string            `json:"encoding"`
+	Segments   int               `json:"segments"`
+	Metadata   map[string]string `json:"metadata"`
+	Group      string            `json:"group"`
+	Retention  *retentionJSON    `json:"retention"`
+	TierPrefix string            `json:"tier_prefix"`
 }
 
 type createPrincipalRequest struct {
@@ -148,11 +150,12 @@ func toStreamJSON(st core.Stream) streamJSON {
 		Tenant: st.Tenant,
 		Name:   st.Name,
 		Config: streamConfigJSON{
-			Encoding:  string(st.Config.Encoding),
-			Segments:  st.Config.Segments,
-			Metadata:  st.Config.Metadata,
-			Group:     st.Config.Group,
-			Retention: toRetentionJSON(st.Config.Retention),
+			Encoding:   string(st.Config.Encoding),
+			Segments:   st.Config.Segments,
+			Metadata:   st.Config.Metadata,
+			Group:      st.Config.Group,
+			Retention:  toRetentionJSON(st.Config.Retention),
+			TierPrefix: st.Config.TierPrefix,
 		},
 		Created: st.Created,
 	}

@@ -6,11 +6,7 @@
 package tierview
 
 import (
-	"bytes"
 	"context"
-	"crypto/md5"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -111,11 +107,14 @@ func (v *View) Stat(ctx context.Context, p string) (view.FileInfo, error) {
 		return dirInfo(p, r.Stream, r.Created), nil
 	}
 	if len(parts) == 3 && parts[2] == view.ManifestName {
-		m, err := v.manifest(p, r)
+		m, ok, err := tiering.GetManifest(v.cat, r.Tenant, r.Stream)
 		if err != nil {
 			return view.FileInfo{}, err
 		}
-		return m.info, nil
+		if !ok {
+			return view.FileInfo{}, notFound(p)
+		}
+		return manifestInfo(p, m), nil
 	}
 	id, ok := segmentID(r, parts[2])
 	if !ok {
@@ -219,7 +218,14 @@ func (v *View) listStream(ctx context.Context, dir, tenant, stream, after string
 	if err != nil {
 		return nil, err
 	}
-	names := []string{view.ManifestName}
+	m, hasManifest, err := tiering.GetManifest(v.cat, r.Tenant, r.Stream)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	if hasManifest {
+		names = append(names, view.ManifestName)
+	}
 	for _, id := range r.Segments {
 		names = append(names, view.SegmentPrefix+id)
 	}
@@ -231,11 +237,7 @@ func (v *View) listStream(ctx context.Context, dir, tenant, stream, after string
 		}
 		p := view.Join(dir, names[i])
 		if names[i] == view.ManifestName {
-			m, err := v.manifest(p, r)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, m.info)
+			out = append(out, manifestInfo(p, m))
 			continue
 		}
 		out = append(out, dirInfo(p, names[i], r.Created))
@@ -258,11 +260,7 @@ func (v *View) Open(ctx context.Context, p string) (view.File, error) {
 		return nil, err
 	}
 	if len(parts) == 3 {
-		m, err := v.manifest(p, r)
-		if err != nil {
-			return nil, err
-		}
-		return memFile{bytes.NewReader(m.data)}, nil
+		return v.openManifest(ctx, p, r)
 	}
 	id, _ := segmentID(r, parts[2])
 	c, ok, err := tiering.GetChunk(v.cat, r.Tenant, r.Stream, id, parts[3])
@@ -283,80 +281,36 @@ func (v *View) Open(ctx context.Context, p string) (view.File, error) {
 	return o, nil
 }
 
-type memFile struct{ *bytes.Reader }
+// manifestInfo describes the manifest object a record names. Its ModTime
+// is the latest change it reflects, so it is stable until the next one.
+func manifestInfo(p string, m tiering.ManifestRecord) view.FileInfo {
+	return view.FileInfo{Name: view.ManifestName, Size: m.Size, ModTime: m.Modified, ETag: m.MD5, ID: view.PathID(p)}
+}
 
-func (memFile) Close() error { return nil }
+// openManifest opens the stream's manifest object in tier 2.
+func (v *View) openManifest(ctx context.Context, p string, r tiering.StreamRecord) (view.File, error) {
+	m, ok, err := tiering.GetManifest(v.cat, r.Tenant, r.Stream)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound(p)
+	}
+	o, err := v.be.Open(ctx, m.Key)
+	if errors.Is(err, tiering.ErrNotExist) {
+		return nil, notFound(p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
+	if o.Size() != m.Size {
+		// Rewritten since its record (a crash cut the record off); the
+		// tierer rewrites both at its next scan.
+		o.Close()
+		return nil, fmt.Errorf("open %s: the manifest is being rewritten (%d bytes in tier 2, %d recorded); retry shortly", p, o.Size(), m.Size)
+	}
+	return o, nil
+}
 
 // Manifest is the content of a stream's _manifest.json.
-type Manifest struct {
-	Format   int               `json:"format"`
-	Tenant   string            `json:"tenant"`
-	Stream   string            `json:"stream"`
-	Encoding core.Encoding     `json:"encoding"`
-	Created  time.Time         `json:"created"`
-	Segments []ManifestSegment `json:"segments"`
-}
-
-// ManifestSegment lists one segment's chunks in offset order.
-type ManifestSegment struct {
-	Segment string `json:"segment"`
-	Path    string `json:"path"`
-	// TieredOffset is the offset after the last chunk's last event.
-	TieredOffset uint64          `json:"tiered_offset"`
-	Chunks       []ManifestChunk `json:"chunks"`
-}
-
-// ManifestChunk describes one chunk file.
-type ManifestChunk struct {
-	Name        string    `json:"name"`
-	FirstOffset uint64    `json:"first_offset"`
-	LastOffset  uint64    `json:"last_offset"`
-	Events      int       `json:"events"`
-	Size        int64     `json:"size"`
-	MD5         string    `json:"md5"`
-	CRC32C      uint32    `json:"crc32c"`
-	FirstTime   time.Time `json:"first_time"`
-	LastTime    time.Time `json:"last_time"`
-	Sealed      time.Time `json:"sealed"`
-}
-
-type manifest struct {
-	info view.FileInfo
-	data []byte
-}
-
-// manifest generates a stream's manifest from the catalog. Its bytes
-// depend only on the committed chunks, so they are stable until the next
-// chunk; its ModTime is the latest seal.
-func (v *View) manifest(p string, r tiering.StreamRecord) (manifest, error) {
-	m := Manifest{Format: 1, Tenant: r.Tenant, Stream: r.Stream, Encoding: r.Encoding, Created: r.Created}
-	mtime := r.Created
-	for _, id := range r.Segments {
-		seg := ManifestSegment{Segment: id, Path: view.SegmentPrefix + id, Chunks: []ManifestChunk{}}
-		err := tiering.ScanChunks(v.cat, r.Tenant, r.Stream, id, func(c tiering.ChunkRecord) error {
-			seg.Chunks = append(seg.Chunks, ManifestChunk{
-				Name: c.Name, FirstOffset: c.FirstOffset, LastOffset: c.LastOffset, Events: c.Events,
-				Size: c.Size, MD5: c.MD5, CRC32C: c.CRC32C, FirstTime: c.FirstTime, LastTime: c.LastTime, Sealed: c.Sealed,
-			})
-			seg.TieredOffset = c.LastOffset + 1
-			if c.Sealed.After(mtime) {
-				mtime = c.Sealed
-			}
-			return nil
-		})
-		if err != nil {
-			return manifest{}, err
-		}
-		m.Segments = append(m.Segments, seg)
-	}
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return manifest{}, err
-	}
-	data = append(data, '\n')
-	sum := md5.Sum(data)
-	return manifest{
-		info: view.FileInfo{Name: view.ManifestName, Size: int64(len(data)), ModTime: mtime, ETag: hex.EncodeToString(sum[:]), ID: view.PathID(p)},
-		data: data,
-	}, nil
-}
+type Manifest = tiering.Manifest

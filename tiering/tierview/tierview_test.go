@@ -41,12 +41,15 @@ func newTiered(t *testing.T) (*View, viewtest.Fixture) {
 		enc          core.Encoding
 		segments     int
 		events       int
+		tierPrefix   string
 	}
 	defs := []streamDef{
-		{"acme", "clicks", core.EncodingLines, 3, 40},
-		{"acme", "bin", core.EncodingFramed, 1, 25},
-		{"acme", "idle", core.EncodingLines, 2, 0},
-		{"beta", "logs.v2", core.EncodingLines, 1, 5},
+		{"acme", "clicks", core.EncodingLines, 3, 40, ""},
+		{"acme", "bin", core.EncodingFramed, 1, 25, ""},
+		{"acme", "idle", core.EncodingLines, 2, 0, ""},
+		{"beta", "logs.v2", core.EncodingLines, 1, 5, ""},
+		// Objects under archive/2026/beta/old/…; the view path is the same.
+		{"beta", "old", core.EncodingLines, 2, 12, "archive/2026"},
 	}
 	for _, tn := range []string{"acme", "beta", "empty-tenant"} {
 		if _, err := store.CreateTenant(ctx, tn, nil); err != nil {
@@ -56,7 +59,7 @@ func newTiered(t *testing.T) (*View, viewtest.Fixture) {
 	want := map[string][]byte{} // segment dir → expected concatenated chunk bytes
 	var dirs []string
 	for _, d := range defs {
-		if _, err := store.CreateStream(ctx, d.tenant, d.name, core.StreamConfig{Encoding: d.enc, Segments: d.segments}); err != nil {
+		if _, err := store.CreateStream(ctx, d.tenant, d.name, core.StreamConfig{Encoding: d.enc, Segments: d.segments, TierPrefix: d.tierPrefix}); err != nil {
 			t.Fatal(err)
 		}
 		for seg := 0; seg < d.segments; seg++ {
@@ -287,22 +290,31 @@ func TestRetentionHidesChunks(t *testing.T) {
 			t.Fatalf("Open of deleted chunk %s: %v, want ErrNotFound", name, err)
 		}
 	}
-	f, err := v.Open(ctx, "/acme/s/_manifest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := make([]byte, f.Size())
-	f.ReadAt(data, 0)
-	f.Close()
+	// The manifest is rewritten at the first scan after the change.
 	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		f, err := v.Open(ctx, "/acme/s/_manifest.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := make([]byte, f.Size())
+		f.ReadAt(data, 0)
+		f.Close()
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Segments) == 1 && len(m.Segments[0].Chunks) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("manifest not rewritten after retention: %+v", m)
+		}
 	}
-	if len(m.Segments) != 1 || len(m.Segments[0].Chunks) != 3 || m.Segments[0].Chunks[0].FirstOffset != 2 || m.Segments[0].TieredOffset != 5 {
+	if m.Segments[0].Chunks[0].FirstOffset != 2 || m.Segments[0].FirstOffset != 2 || m.Segments[0].TieredOffset != 5 {
 		t.Fatalf("manifest after retention %+v", m)
 	}
 	keys, err := be.List(ctx, "acme/s/")
-	if err != nil || len(keys) != 3 {
-		t.Fatalf("tier 2 holds %v, %v; want the 3 retained chunks", keys, err)
+	if err != nil || len(keys) != 4 || keys[0] != "acme/s/_manifest.json" {
+		t.Fatalf("tier 2 holds %v, %v; want the manifest and the 3 retained chunks", keys, err)
 	}
 }
