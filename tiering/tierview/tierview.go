@@ -303,12 +303,9 @@ func (v *View) openManifest(ctx context.Context, p string, r tiering.StreamRecor
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", p, err)
 	}
-	if o.Size() != m.Size {
-		// Rewritten since its record (a crash cut the record off); the
-		// tierer rewrites both at its next scan.
-		o.Close()
-		return nil, fmt.Errorf("open %s: the manifest is being rewritten (%d bytes in tier 2, %d recorded); retry shortly", p, o.Size(), m.Size)
-	}
+	// The object may already be a rewrite newer than the record (its
+	// record follows the upload); the heads take the size from the open
+	// object, so what they serve is always one whole manifest.
 	return o, nil
 }
 
