@@ -279,16 +279,19 @@ func TestHDFSTierer(t *testing.T) {
 		}
 	}
 	files := h.files(t)
+	chunkFiles, manifests := 0, 0
 	for _, f := range files {
 		if isManifest(f) {
+			manifests++
 			continue
 		}
+		chunkFiles++
 		if !committed[f] {
 			t.Errorf("HDFS holds %s, which no chunk record names", f)
 		}
 	}
-	if len(files) != len(committed) || len(files) < 8 {
-		t.Fatalf("HDFS holds %d files, the catalog %d chunks", len(files), len(committed))
+	if chunkFiles != len(committed) || chunkFiles < 8 || manifests != 2 {
+		t.Fatalf("HDFS holds %d chunk files and %d manifests, the catalog %d chunks of 2 streams", chunkFiles, manifests, len(committed))
 	}
 
 	if err := e.store.DeleteStream(context.Background(), "acme", "s-lines"); err != nil {

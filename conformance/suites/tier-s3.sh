@@ -56,8 +56,17 @@ else
 	expect_eq "tier-s3: every event reached moto" "$(cat "$SILT_DATA"/moto/segment=*/* 2>/dev/null | sort | md5sum)" "$(sort /tmp/silt-tier-s3-events | md5sum)"
 	"${MOTO_AWS[@]}" s3 ls --recursive s3://lake/ | awk '{print $4}' >"$SILT_DATA/moto-keys"
 	check "tier-s3: moto holds objects" test -s "$SILT_DATA/moto-keys"
-	expect_eq "tier-s3: keys are <prefix>/<tenant>/<stream>/segment=<id>/<chunk>" \
-		"$(grep -Ev '^silt/acme/clicks/segment=[01]/[0-9]{20}-[0-9]{20}\.txt$' "$SILT_DATA/moto-keys")" ""
+	expect_eq "tier-s3: keys are <prefix>/<tenant>/<stream>/segment=<id>/<chunk> and the manifest" \
+		"$(grep -Ev '^silt/acme/clicks/(segment=[01]/[0-9]{20}-[0-9]{20}\.txt|_manifest\.json)$' "$SILT_DATA/moto-keys")" ""
+	# The manifest in the bucket lists every chunk object (it is rewritten
+	# at the first scan after the stream stops sealing).
+	chunks=$(grep -c '/segment=' "$SILT_DATA/moto-keys")
+	for _ in $(seq 50); do
+		listed=$("${MOTO_AWS[@]}" s3 cp s3://lake/silt/acme/clicks/_manifest.json - 2>/dev/null | jq '[.segments[].chunks | length] | add')
+		[ "${listed:-0}" = "$chunks" ] && break
+		sleep 0.2
+	done
+	expect_eq "tier-s3: the manifest in moto lists every chunk object" "${listed:-none}" "$chunks"
 
 	# silt's own S3 head, reading through the backend from moto.
 	read -r AK SK < <("$SILT_BIN" s3-key create root -o json | jq -r '"\(.access_key_id) \(.secret_access_key)"')
