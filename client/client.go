@@ -110,7 +110,8 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	hc := o.hc
 	if hc == nil {
-		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		// The SDK's own transport (h1.go), with the TLS config if any.
+		return &Client{base: u, hc: &http.Client{Transport: newH1Transport(o.tls)}, token: o.token, ua: o.ua, retry: o.retry}, nil
 	}
 	if o.tls != nil {
 		rt := hc.Transport

@@ -109,8 +109,8 @@ func httpRuns(bin, dir string, dur time.Duration, extra []string, syncCases, bat
 		return nil, err
 	}
 	defer srv.close()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
-	cl, err := client.New(srv.url, client.WithToken(srv.token), client.WithHTTPClient(hc))
+	// The SDK as shipped, with its own transport.
+	cl, err := client.New(srv.url, client.WithToken(srv.token))
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +147,9 @@ func httpRuns(bin, dir string, dur time.Duration, extra []string, syncCases, bat
 	// unacknowledged per producer, as an application using the SDK would
 	// run. A watcher per producer takes each event's acknowledgement as it
 	// comes, so the latency recorded is Send to ack, linger included.
+	if _, err := cl.CreateStream(ctx, "bench", client.StreamSpec{Name: "batched", Segments: 4}); err != nil {
+		return nil, err
+	}
 	const producers, window = 256, 256
 	var count atomic.Int64
 	var wg sync.WaitGroup

@@ -69,6 +69,8 @@ func main() {
 			fatal(fmt.Errorf("unknown case %q in -cases (want inproc, http-sync or http-batch)", c))
 		}
 	}
+	// A run cut short leaves its data behind; start from nothing.
+	os.RemoveAll(*dir)
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		fatal(err)
 	}
