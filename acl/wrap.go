@@ -34,24 +34,36 @@ type Lister interface {
 // read both answer ErrPermission. That is why denial never turns into
 // ErrNotFound here, and why heads can report a plain "access denied".
 //
-// Group grants ("<tenant>/group:<g>") are not applied: a View does not
-// expose a stream's group, so Resource.Group is left empty and only
-// tenant, name, glob and "*" grants take effect.
+// Group grants ("<tenant>/group:<g>") apply when v is a
+// view.StreamGrouper (the tier-2 view is): the stream's group fills
+// Resource.Group, as the native API does. Without it only tenant, name,
+// glob and "*" grants take effect.
 func Wrap(v view.View, a Authorizer, p Principal) view.View {
 	w := &wrapped{v: v, a: a, p: p}
 	w.l, _ = a.(Lister)
+	w.g, _ = v.(view.StreamGrouper)
 	return w
 }
 
 type wrapped struct {
 	v view.View
 	a Authorizer
-	l Lister // nil when a cannot filter cheaply
+	l Lister             // nil when a cannot filter cheaply
+	g view.StreamGrouper // nil when v does not know groups
 	p Principal
 }
 
+// resource is the ACL resource of a tenant's stream, with its group.
+func (w *wrapped) resource(ctx context.Context, tenant, stream string) Resource {
+	r := Resource{Tenant: tenant, Stream: stream}
+	if w.g != nil {
+		r.Group = w.g.StreamGroup(ctx, tenant, stream)
+	}
+	return r
+}
+
 // check authorizes access to path. It returns the path's elements.
-func (w *wrapped) check(p string) ([]string, error) {
+func (w *wrapped) check(ctx context.Context, p string) ([]string, error) {
 	parts, err := view.Split(p)
 	if err != nil {
 		return nil, err
@@ -63,7 +75,7 @@ func (w *wrapped) check(p string) ([]string, error) {
 	case 1:
 		r = Resource{Tenant: parts[0]}
 	default:
-		r = Resource{Tenant: parts[0], Stream: parts[1]}
+		r = w.resource(ctx, parts[0], parts[1])
 	}
 	if err := w.a.Authorize(w.p, Read, r); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", view.ErrPermission, p, err)
@@ -78,8 +90,8 @@ func (w *wrapped) visible(tenant string) bool {
 	return w.a.Authorize(w.p, Read, Resource{Tenant: tenant}) == nil
 }
 
-func (w *wrapped) covers(tenant, stream string) bool {
-	r := Resource{Tenant: tenant, Stream: stream}
+func (w *wrapped) covers(ctx context.Context, tenant, stream string) bool {
+	r := w.resource(ctx, tenant, stream)
 	if w.l != nil {
 		return w.l.Covers(w.p, Read, r)
 	}
@@ -88,7 +100,7 @@ func (w *wrapped) covers(tenant, stream string) bool {
 
 // Stat implements view.View.
 func (w *wrapped) Stat(ctx context.Context, p string) (view.FileInfo, error) {
-	if _, err := w.check(p); err != nil {
+	if _, err := w.check(ctx, p); err != nil {
 		return view.FileInfo{}, err
 	}
 	return w.v.Stat(ctx, p)
@@ -96,7 +108,7 @@ func (w *wrapped) Stat(ctx context.Context, p string) (view.FileInfo, error) {
 
 // Open implements view.View.
 func (w *wrapped) Open(ctx context.Context, p string) (view.File, error) {
-	if _, err := w.check(p); err != nil {
+	if _, err := w.check(ctx, p); err != nil {
 		return nil, err
 	}
 	return w.v.Open(ctx, p)
@@ -107,7 +119,7 @@ func (w *wrapped) Open(ctx context.Context, p string) (view.File, error) {
 // reading further pages until limit visible entries are found or the
 // underlying listing ends.
 func (w *wrapped) ReadDir(ctx context.Context, dir, after string, limit int) ([]view.FileInfo, error) {
-	parts, err := w.check(dir)
+	parts, err := w.check(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +129,7 @@ func (w *wrapped) ReadDir(ctx context.Context, dir, after string, limit int) ([]
 		keep = w.visible
 	case 1:
 		tenant := parts[0]
-		keep = func(name string) bool { return w.covers(tenant, name) }
+		keep = func(name string) bool { return w.covers(ctx, tenant, name) }
 	default:
 		return w.v.ReadDir(ctx, dir, after, limit)
 	}

@@ -152,3 +152,38 @@ func TestWrapWithoutLister(t *testing.T) {
 		t.Errorf("/acme = %v", got)
 	}
 }
+
+// groupedView gives the fixture's streams groups, as the tier-2 view does
+// from core's stream configs.
+type groupedView struct {
+	*viewtest.MemView
+	groups map[string]string // "tenant/stream" -> group
+}
+
+func (g groupedView) StreamGroup(_ context.Context, tenant, stream string) string {
+	return g.groups[tenant+"/"+stream]
+}
+
+// A "<tenant>/group:<g>" grant reads exactly the streams of that group
+// through Wrap, as it does through the native API.
+func TestWrapGroupGrants(t *testing.T) {
+	e := newEnv(t)
+	e.principal("carol")
+	e.grant("carol", Read, "acme/group:web")
+	gv := groupedView{MemView: wrapFixture(), groups: map[string]string{"acme/clicks": "web", "acme/views": "web", "acme/logs": "ops"}}
+	ctx := context.Background()
+	carol := Wrap(gv, e.s, Principal{Name: "carol"})
+	if got, want := listNames(t, carol, "/acme", 0), []string{"clicks", "views"}; !slices.Equal(got, want) {
+		t.Fatalf("/acme = %v, want %v", got, want)
+	}
+	if _, err := carol.Stat(ctx, "/acme/clicks/segment=1/c1"); err != nil {
+		t.Fatalf("group member stream: %v", err)
+	}
+	if _, err := carol.Open(ctx, "/acme/logs/segment=1/c1"); !errors.Is(err, view.ErrPermission) {
+		t.Fatalf("stream of another group: %v, want ErrPermission", err)
+	}
+	// Without group knowledge the grant matches nothing.
+	if got := listNames(t, Wrap(gv.MemView, e.s, Principal{Name: "carol"}), "/acme", 0); len(got) != 0 {
+		t.Fatalf("without StreamGrouper /acme = %v, want nothing", got)
+	}
+}

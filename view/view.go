@@ -83,6 +83,14 @@ type View interface {
 	Open(ctx context.Context, path string) (File, error)
 }
 
+// StreamGrouper is implemented by views that know each stream's group, so
+// that acl.Wrap can apply "<tenant>/group:<g>" grants as the native API
+// does. StreamGroup returns "" for a stream without a group or one that
+// does not exist.
+type StreamGrouper interface {
+	StreamGroup(ctx context.Context, tenant, stream string) string
+}
+
 // Split checks that p is a clean absolute path and returns its elements
 // ("/" has none). Implementations use it so that all agree on what a
 // valid path is.

@@ -31,7 +31,20 @@ func New(store *core.Store, be tiering.Backend) *View {
 	return &View{store: store, cat: store.Catalog(), be: be}
 }
 
-var _ view.View = (*View)(nil)
+var (
+	_ view.View          = (*View)(nil)
+	_ view.StreamGrouper = (*View)(nil)
+)
+
+// StreamGroup implements view.StreamGrouper from the stream's config in
+// core (held in memory).
+func (v *View) StreamGroup(ctx context.Context, tenant, stream string) string {
+	st, err := v.store.GetStream(ctx, tenant, stream)
+	if err != nil {
+		return ""
+	}
+	return st.Config.Group
+}
 
 // epoch is the root's ModTime: fixed, so that it is stable.
 var epoch = time.Unix(0, 0).UTC()
