@@ -31,7 +31,7 @@ bench: build
 	$(GO) run ./bench/appendbench
 	$(GO) run ./bench/s3bench -size 256
 	$(GO) run ./bench/nfsbench -size 256
-	$(GO) run ./bench/webhdfsbench -size 256
+	bash bench/webhdfsbench/with-minicluster.sh -size 256
 	$(GO) run ./bench/tierbench
 
 vet:
