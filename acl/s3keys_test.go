@@ -64,3 +64,28 @@ func TestS3Keys(t *testing.T) {
 		t.Errorf("re-created principal lists %v", keys)
 	}
 }
+
+// Deleting a principal removes its S3 keys' records, secrets included,
+// and leaves other principals' keys alone.
+func TestDeletePrincipalRemovesS3Keys(t *testing.T) {
+	e := newEnv(t)
+	e.principal("alice")
+	e.principal("bob")
+	aliceKey, _, err := e.s.IssueS3Key("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobKey, _, err := e.s.IssueS3Key("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.DeletePrincipal("alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := e.cat.Get([]byte(prefixS3Key + aliceKey)); err != nil || ok {
+		t.Fatalf("alice's key record after her deletion: present %v, %v", ok, err)
+	}
+	if _, _, err := e.s.LookupS3Key(bobKey); err != nil {
+		t.Fatalf("bob's key after alice's deletion: %v", err)
+	}
+}

@@ -283,6 +283,21 @@ func (s *Store) DeletePrincipal(name string) error {
 		del = append(del, prefixGrant+e.grant.ID)
 	}
 	s.mu.RUnlock()
+	// Its S3 keys go too: they would be refused anyway (a key names its
+	// principal's creation time), but their secrets must not outlive it.
+	err := s.kv.Scan([]byte(prefixS3Key), nil, func(key, value []byte) error {
+		var rec s3KeyRecord
+		if err := decode(key, value, &rec); err != nil {
+			return err
+		}
+		if rec.Principal == name {
+			del = append(del, string(key))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("acl: delete principal %q: %w", name, err)
+	}
 	if err := s.kv.Commit(nil, del); err != nil {
 		return fmt.Errorf("acl: delete principal %q: %w", name, err)
 	}
