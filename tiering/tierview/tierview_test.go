@@ -318,3 +318,33 @@ func TestRetentionHidesChunks(t *testing.T) {
 		t.Fatalf("tier 2 holds %v, %v; want the manifest and the 3 retained chunks", keys, err)
 	}
 }
+
+// StreamGroup reports a stream's group from core, so that acl.Wrap can
+// apply group grants through every head.
+func TestStreamGroup(t *testing.T) {
+	ccfg := core.DefaultConfig()
+	ccfg.Dir = t.TempDir()
+	store, err := core.Open(ccfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	if _, err := store.CreateTenant(ctx, "acme", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateStream(ctx, "acme", "clicks", core.StreamConfig{Group: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	be, err := tiering.OpenBackend(tiering.DefaultConfig(), ccfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := New(store, be)
+	if g := v.StreamGroup(ctx, "acme", "clicks"); g != "web" {
+		t.Fatalf("group of acme/clicks = %q, want web", g)
+	}
+	if g := v.StreamGroup(ctx, "acme", "nosuch"); g != "" {
+		t.Fatalf("group of a missing stream = %q, want none", g)
+	}
+}
