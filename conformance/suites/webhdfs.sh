@@ -386,7 +386,7 @@ python3 -c 'import pyspark' 2>/dev/null || python3 -m pip install -q 'pyspark==3
 if ! python3 -c 'import pyspark' 2>/dev/null; then
 	fail "spark: cannot install pyspark 3.5.5 (PyPI)"
 else
-	check "spark: read.json counts 3000 rows with a segment column" env HADOOP_USER_NAME=root python3 - "$W" <<'PY'
+	check "spark: read.json counts 3000 rows with a segment column; read.text gives the same 3000 lines" env HADOOP_USER_NAME=root python3 - "$W" <<'PY'
 import sys
 from pyspark.sql import SparkSession
 spark = (SparkSession.builder.master("local[2]").appName("silt-webhdfs")
@@ -398,6 +398,11 @@ assert df.count() == 3000, df.count()
 rows = {r["segment"]: r["count"] for r in df.groupBy("segment").count().collect()}
 assert set(rows) == {0, 1} and sum(rows.values()) == 3000, rows
 assert sorted(r["n"] for r in df.select("n").collect()) == list(range(1, 3001))
+# Text: one row per event line, with the same segment column.
+import json
+tx = spark.read.text(sys.argv[1] + "/acme/clicks")
+assert tx.count() == 3000 and "segment" in tx.columns, (tx.count(), tx.columns)
+assert sorted(json.loads(r["value"])["n"] for r in tx.select("value").collect()) == list(range(1, 3001))
 spark.stop()
 PY
 fi
