@@ -135,18 +135,19 @@ func writeManifest(w io.Writer, cat *catalog.Catalog, r StreamRecord, written ti
 	return modified, bw.Flush()
 }
 
-// manifestEvery is how often a stream that seals on every scan gets its
-// manifest rewritten; a stream that has stopped sealing gets it at the
-// next scan. Rewriting costs a pass over the stream's chunk records, so a
+// manifestEvery is how often a stream that seals on every scan, with more
+// to seal, gets its manifest rewritten; one that has caught up gets it in
+// the same scan. Rewriting costs a pass over the stream's chunk records, so a
 // busy stream does not pay it per chunk.
 const manifestEvery = 10 * time.Second
 
 // maybeWriteManifest rewrites a stream's manifest in tier 2 when chunks
-// changed since it was written and either the stream sealed nothing in
-// this pass or manifestEvery has passed.
-func (t *Tierer) maybeWriteManifest(ctx context.Context, ss *streamState, sealed bool) {
+// changed since it was written and either the stream is not busy (it
+// sealed nothing in this pass, or has nothing left to seal) or
+// manifestEvery has passed.
+func (t *Tierer) maybeWriteManifest(ctx context.Context, ss *streamState, busy bool) {
 	now := t.now()
-	if !ss.manifestDirty || (sealed && now.Sub(ss.manifestWritten) < manifestEvery) || now.Before(ss.manifestRetry) {
+	if !ss.manifestDirty || (busy && now.Sub(ss.manifestWritten) < manifestEvery) || now.Before(ss.manifestRetry) {
 		return
 	}
 	if err := t.writeManifest(ctx, ss, now); err != nil {

@@ -283,7 +283,18 @@ func (t *Tierer) scan(ctx context.Context) (more bool) {
 			}
 		}
 		t.retain(ctx, ss, st.Config.Retention)
-		t.maybeWriteManifest(ctx, ss, ss.chunkChanges != sealed)
+		// A stream that sealed in this pass and still has more to seal
+		// is busy; one that has caught up gets its manifest now.
+		busy := ss.chunkChanges != sealed
+		if busy {
+			t.mu.Lock()
+			busy = false
+			for _, seg := range ss.segs {
+				busy = busy || seg.pending > 0
+			}
+			t.mu.Unlock()
+		}
+		t.maybeWriteManifest(ctx, ss, busy)
 	}
 	t.mu.Lock()
 	var gone []*streamState

@@ -32,6 +32,16 @@ for _ in $(seq 1 50); do
 	sleep 0.2
 done
 expect_eq "nfs-cat: all appended events are readable through NFS" "$n" 3000
+# The manifest follows the chunks (it is rewritten once tiering has caught
+# up); wait until it lists every chunk file, so the listings below agree.
+for _ in $(seq 1 50); do
+	"${NT[@]}" nfs-ls -R "$(nfsurl /)" >"$NFSD/ls" 2>/dev/null
+	files=$(grep -cE ' acme/clicks/segment=[01]/[0-9]+-[0-9]+\.txt$' "$NFSD/ls")
+	listed=$("${NT[@]}" nfs-cat "$(nfsurl /acme/clicks/_manifest.json)" 2>/dev/null | jq '[.segments[].chunks | length] | add' 2>/dev/null)
+	[ "${listed:-0}" = "$files" ] && break
+	sleep 0.2
+done
+expect_eq "nfs-cat: the manifest lists every chunk file" "${listed:-none}" "$files"
 
 # Listing: tenants, stream, segment directories, chunk files.
 "${NT[@]}" nfs-ls -R "$(nfsurl /)" >"$NFSD/ls" 2>"$NFSD/ls.err"

@@ -31,6 +31,15 @@ for _ in $(seq 1 50); do
 	rm -rf "$SILT_DATA/dl"
 	sleep 0.2
 done
+# The manifest follows the chunks (rewritten once tiering has caught up);
+# wait until it lists every chunk, so that sync and check see one state.
+for _ in $(seq 1 50); do
+	files=$("${AWS[@]}" s3 ls --recursive s3://acme/clicks/ | grep -c '/segment=')
+	listed=$("${AWS[@]}" s3 cp s3://acme/clicks/_manifest.json - 2>/dev/null | jq '[.segments[].chunks | length] | add' 2>/dev/null)
+	[ "${listed:-0}" = "$files" ] && break
+	sleep 0.2
+done
+expect_eq "aws: the manifest lists every chunk" "${listed:-none}" "$files"
 
 expect_eq "aws: ls lists only granted buckets" "$("${AWS[@]}" s3 ls | awk '{print $3}' | tr '\n' ' ')" "acme "
 check "aws: ls --recursive shows chunk files" sh -c "'${AWS[0]}' --endpoint-url $S3 s3 ls s3://acme/clicks/ --recursive | grep -q 'segment=.*\.txt'"

@@ -72,6 +72,15 @@ for _ in $(seq 1 50); do
 	sleep 0.2
 done
 expect_eq "webhdfs: every event reached tier 2" "$got" "$want_bytes"
+# The manifest follows the chunks (rewritten once tiering has caught up);
+# wait until it lists every chunk file, so that the sizes below agree.
+for _ in $(seq 1 50); do
+	files=$(for s in 0 1; do curl -s "$HDFS/webhdfs/v1/acme/clicks/segment=$s?op=LISTSTATUS&user.name=root" | jq '.FileStatuses.FileStatus | length'; done | awk '{s += $1} END {print s}')
+	listed=$(curl -sL "$HDFS/webhdfs/v1/acme/clicks/_manifest.json?op=OPEN&user.name=root" | jq '[.segments[].chunks | length] | add' 2>/dev/null)
+	[ "${listed:-0}" = "$files" ] && break
+	sleep 0.2
+done
+expect_eq "webhdfs: the manifest lists every chunk file" "${listed:-none}" "$files"
 for s in 0 1; do "$SILT_BIN" read acme/clicks --segment "$s" --from 0 >"$WD/native$s" 2>/dev/null; done
 expect_eq "webhdfs: the events are split over both segments" "$(wc -l <"$WD/native0") $(wc -l <"$WD/native1")" "1500 1500"
 
