@@ -91,7 +91,7 @@ wait_tiered() {
 if ! start_silt --tiering.backend hdfs --tiering.hdfs.namenodes "$MINI_NN" --tiering.hdfs.dir /lake \
 	--tiering.hdfs.user silt --tiering.max_lag 400ms --tiering.interval 100ms \
 	--tiering.max_chunk_bytes 65536 --tiering.max_backlog_bytes 200000 \
-	--tiering.retry.initial 100ms --tiering.retry.max 1s; then
+	--tiering.retry.initial 100ms --tiering.retry.max 1s --webhdfs.block_size 1048576; then
 	fail "tier-hdfs: silt starts with the hdfs backend"
 	return
 fi
@@ -129,6 +129,24 @@ expect_eq "tier-hdfs: both segments together hold every event" \
 	"$(cat "$TH/hdfs0" "$TH/hdfs1" | sort | md5sum)" "$(sort "$TH/events" | md5sum)"
 expect_eq "tier-hdfs: files belong to tiering.hdfs.user" \
 	"$(curl -fsS "$MINI_WEBHDFS/lake/acme/clicks/segment=0?op=LISTSTATUS" | jq -r '[.FileStatuses.FileStatus[].owner] | unique | join(",")')" silt
+# GETFILECHECKSUM: silt's WebHDFS answer for a chunk equals real HDFS's for
+# the very same file, which the hdfs backend wrote into the minicluster (1 MiB
+# blocks; silt reports the same block size). A one-block chunk, and a 2-block
+# one: a 1 MiB event of a framed stream makes a chunk of 1 MiB + 4 bytes.
+"$SILT_BIN" stream create acme/big --segments 1 --encoding framed >/dev/null
+head -c 1048576 /dev/urandom >"$TH/bigev"
+curl -fsS -H "Authorization: Bearer $SILT_TOKEN" -H 'Content-Type: application/octet-stream' \
+	--data-binary @"$TH/bigev" "$API/v1/tenants/acme/streams/big/events" >/dev/null
+wait_tiered acme/big
+bigchunk=$(hdfs_ls /lake/acme/big/segment=0 | head -1)
+for f in "clicks/segment=0/$(head -1 "$TH/names0")" "big/segment=0/$bigchunk"; do
+	real=$(curl -fsSL "$MINI_WEBHDFS/lake/acme/$f?op=GETFILECHECKSUM" | jq -c .FileChecksum)
+	ours=$(curl -fsSL -H "Authorization: Bearer $SILT_TOKEN" "$HDFS/webhdfs/v1/acme/$f?op=GETFILECHECKSUM" | jq -c .FileChecksum)
+	expect_eq "tier-hdfs: GETFILECHECKSUM of acme/$f = real HDFS's for the same file" "${ours:-none}" "${real:-none}"
+done
+expect_eq "tier-hdfs: the 2-block chunk is 1 MiB + 4 bytes in HDFS" \
+	"$(curl -fsS "$MINI_WEBHDFS/lake/acme/big/segment=0/$bigchunk?op=GETFILESTATUS" | jq '[.FileStatus.length, .FileStatus.blockSize]' -c)" "[1048580,1048576]"
+
 expect_eq "tier-hdfs: describe shows no tiering error" \
 	"$("$SILT_BIN" stream describe acme/clicks -o json 2>/dev/null | jq -r '[.. | .last_error? // empty] | length')" 0
 

@@ -124,7 +124,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // copied from HDFS unchanged.
 func md5MD5CRC32C(ctx context.Context, r io.ReaderAt, size, blockSize int64) (fileChecksumJSON, error) {
 	bl := blocks(size, blockSize, 0, -1)
-	fileMD5 := md5.New()
+	var blockMD5s []byte
 	buf := make([]byte, 64*bytesPerCRC)
 	var crcs []byte
 	for _, b := range bl {
@@ -144,18 +144,37 @@ func md5MD5CRC32C(ctx context.Context, r io.ReaderAt, size, blockSize int64) (fi
 			blockMD5.Write(crcs)
 			off += int64(n)
 		}
-		fileMD5.Write(blockMD5.Sum(nil))
+		blockMD5s = blockMD5.Sum(blockMD5s)
 	}
 	var crcPerBlock int64
 	if len(bl) > 1 {
 		crcPerBlock = blockSize / bytesPerCRC
 	}
+	// HDFS hashes, and serializes, the whole backing array of a Hadoop
+	// DataOutputBuffer rather than the bytes written to it: the block MD5s
+	// are followed by zeros up to the buffer's capacity (32 bytes, doubled
+	// as needed), and the 28 serialized bytes are sent as 32. Clients only
+	// parse the first 28, but tools compare the strings, so silt gives
+	// HDFS's bytes exactly (checked against a real HDFS in
+	// conformance/suites/tier-hdfs.sh).
+	fileMD5 := md5.Sum(padToBufferCap(blockMD5s))
 	out := binary.BigEndian.AppendUint32(nil, bytesPerCRC)
 	out = binary.BigEndian.AppendUint64(out, uint64(crcPerBlock))
-	out = fileMD5.Sum(out)
+	out = append(out, fileMD5[:]...)
+	length := len(out)
 	return fileChecksumJSON{
 		Algorithm: fmt.Sprintf("MD5-of-%dMD5-of-%dCRC32C", crcPerBlock, bytesPerCRC),
-		Bytes:     hex.EncodeToString(out),
-		Length:    len(out),
+		Bytes:     hex.EncodeToString(padToBufferCap(out)),
+		Length:    length,
 	}, nil
+}
+
+// padToBufferCap appends zeros up to the capacity a Hadoop DataOutputBuffer
+// has after b was written to it: 32 bytes, doubled until b fits.
+func padToBufferCap(b []byte) []byte {
+	c := 32
+	for c < len(b) {
+		c *= 2
+	}
+	return append(b, make([]byte, c-len(b))...)
 }

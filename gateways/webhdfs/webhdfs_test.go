@@ -2,6 +2,7 @@ package webhdfs
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
@@ -463,10 +464,48 @@ func hdfsChecksum(data []byte, blockSize int) string {
 	if nblocks > 1 {
 		crcPerBlock = blockSize / 512
 	}
-	file := md5.Sum(blockMD5s)
+	// HDFS hashes the whole backing array of the DataOutputBuffer the block
+	// MD5s were written to, one 16-byte write at a time: 32 bytes at first,
+	// grown to max(twice, needed) whenever a write does not fit.
+	grow := func(buf []byte, capacity, add int) ([]byte, int) {
+		if len(buf)+add > capacity {
+			capacity = max(2*capacity, len(buf)+add)
+		}
+		return buf, capacity
+	}
+	var written []byte
+	capacity := 32
+	for i := 0; i < len(blockMD5s); i += 16 {
+		written, capacity = grow(written, capacity, 16)
+		written = append(written, blockMD5s[i:i+16]...)
+	}
+	file := md5.Sum(append(written, make([]byte, capacity-len(written))...))
 	out := binary.BigEndian.AppendUint32(nil, 512)
 	out = binary.BigEndian.AppendUint64(out, uint64(crcPerBlock))
-	return hex.EncodeToString(append(out, file[:]...))
+	out = append(out, file[:]...)
+	// The serialized checksum (28 bytes) is sent as its 32-byte buffer.
+	return hex.EncodeToString(append(out, make([]byte, 32-len(out))...))
+}
+
+// A known answer from a real HDFS (Hadoop 3.4.1 MiniDFSCluster, 1 MiB
+// blocks): the file of lines {"n":1,...} to {"n":1110,...} that
+// conformance/suites/tier-hdfs.sh tiers, 65,493 bytes in one block.
+func TestFileChecksumMatchesRealHDFS(t *testing.T) {
+	var data []byte
+	for i := 1; i <= 1110; i++ {
+		data = fmt.Appendf(data, "{\"n\":%d,\"pad\":\"%s\"}\n", i, strings.Repeat("x", 40))
+	}
+	if len(data) != 65493 {
+		t.Fatalf("fixture is %d bytes, want 65493", len(data))
+	}
+	got, err := md5MD5CRC32C(context.Background(), bytes.NewReader(data), int64(len(data)), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "000002000000000000000000c58d0423e6eada98ce2bb50780f2e5f500000000"
+	if got.Bytes != want || got.Length != 28 || got.Algorithm != "MD5-of-0MD5-of-512CRC32C" {
+		t.Fatalf("checksum %+v, want HDFS's %s", got, want)
+	}
 }
 
 func TestFileChecksum(t *testing.T) {
