@@ -28,6 +28,11 @@ type Config struct {
 	// that a tier-2 outage fills neither the disk nor memory.
 	MaxBacklogBytes int64       `koanf:"max_backlog_bytes" help:"encoded bytes of a stream not yet in tier 2 above which appends get 503"`
 	Retry           RetryConfig `koanf:"retry"`
+	// Streams is how many streams a scan tiers at once. A stream's own
+	// segments go one after another (their chunks commit in order); other
+	// streams' uploads need not wait for it, which matters when an upload
+	// takes tens of milliseconds (S3, HDFS) and many streams seal at once.
+	Streams int `koanf:"streams" help:"streams tiered at once (their uploads overlap; one stream's segments go in turn)"`
 }
 
 // FSConfig configures the fs backend.
@@ -145,6 +150,7 @@ func DefaultConfig() Config {
 		MaxLag:          2 * time.Second,
 		Interval:        250 * time.Millisecond,
 		MaxBacklogBytes: 1 << 30,
+		Streams:         4,
 		Retry:           RetryConfig{Initial: 200 * time.Millisecond, Max: 30 * time.Second},
 	}
 }
@@ -169,6 +175,9 @@ func (c Config) Validate() error {
 	}
 	if c.Interval <= 0 || c.MaxLag < 4*c.Interval {
 		return fmt.Errorf("tiering: need 0 < interval <= max_lag/4 (interval %s, max_lag %s), so a chunk can be sealed and uploaded within the lag ceiling", c.Interval, c.MaxLag)
+	}
+	if c.Streams < 1 || c.Streams > 256 {
+		return fmt.Errorf("tiering: streams must be 1 to 256, got %d", c.Streams)
 	}
 	if c.MaxBacklogBytes < c.MaxChunkBytes {
 		return fmt.Errorf("tiering: max_backlog_bytes must be at least max_chunk_bytes")

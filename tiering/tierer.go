@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,8 +69,8 @@ type Tierer struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
-	// Owned by the scanning goroutine.
-	buf   []byte
+	// bufs holds chunk buffers (*[]byte), one per seal in progress.
+	bufs  sync.Pool
 	hooks struct {
 		beforeCommit func() error // tests: fail between upload and commit
 		// tests: fail between a retention commit and the object's deletion
@@ -266,36 +267,37 @@ func (t *Tierer) scan(ctx context.Context) (more bool) {
 	streams := t.store.Streams()
 	seen := make(map[string]bool, len(streams))
 	for _, st := range streams {
-		if ctx.Err() != nil {
-			return false
-		}
-		key := st.Tenant + "/" + st.Name
-		seen[key] = true
-		ss, err := t.track(ctx, st)
-		if err != nil {
-			t.log.Warn("cannot track stream for tiering", zap.String("stream", key), zap.Error(err))
-			continue
-		}
-		sealed := ss.chunkChanges
-		for i, info := range st.Segments {
-			if t.scanSegment(ctx, ss, ss.segs[i], info) {
-				more = true
-			}
-		}
-		t.retain(ctx, ss, st.Config.Retention)
-		// A stream that sealed in this pass and still has more to seal
-		// is busy; one that has caught up gets its manifest now.
-		busy := ss.chunkChanges != sealed
-		if busy {
-			t.mu.Lock()
-			busy = false
-			for _, seg := range ss.segs {
-				busy = busy || seg.pending > 0
-			}
-			t.mu.Unlock()
-		}
-		t.maybeWriteManifest(ctx, ss, busy)
+		seen[st.Tenant+"/"+st.Name] = true
 	}
+	// Streams are tiered by up to cfg.Streams workers; each stream is one
+	// worker's for the whole pass, so its state needs no more locking than
+	// before.
+	var anyMore atomic.Bool
+	work := make(chan core.Stream)
+	var wg sync.WaitGroup
+	for range min(t.cfg.Streams, len(streams)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for st := range work {
+				if t.scanStream(ctx, st) {
+					anyMore.Store(true)
+				}
+			}
+		}()
+	}
+	for _, st := range streams {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- st
+	}
+	close(work)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return false
+	}
+	more = anyMore.Load()
 	t.mu.Lock()
 	var gone []*streamState
 	for key, ss := range t.mu.streams {
@@ -314,6 +316,37 @@ func (t *Tierer) scan(ctx context.Context) (more bool) {
 			t.log.Warn("could not remove tier-2 data of a deleted stream; retried at next start", zap.String("stream", ss.tenant+"/"+ss.name), zap.Error(err))
 		}
 	}
+	return more
+}
+
+// scanStream runs one pass over a stream: its segments in turn, retention,
+// the manifest. It reports whether a segment has more to seal at once.
+func (t *Tierer) scanStream(ctx context.Context, st core.Stream) (more bool) {
+	key := st.Tenant + "/" + st.Name
+	ss, err := t.track(ctx, st)
+	if err != nil {
+		t.log.Warn("cannot track stream for tiering", zap.String("stream", key), zap.Error(err))
+		return false
+	}
+	sealed := ss.chunkChanges
+	for i, info := range st.Segments {
+		if t.scanSegment(ctx, ss, ss.segs[i], info) {
+			more = true
+		}
+	}
+	t.retain(ctx, ss, st.Config.Retention)
+	// A stream that sealed in this pass and still has more to seal is
+	// busy; one that has caught up gets its manifest now.
+	busy := ss.chunkChanges != sealed
+	if busy {
+		t.mu.Lock()
+		busy = false
+		for _, seg := range ss.segs {
+			busy = busy || seg.pending > 0
+		}
+		t.mu.Unlock()
+	}
+	t.maybeWriteManifest(ctx, ss, busy)
 	return more
 }
 
@@ -462,7 +495,12 @@ func (t *Tierer) fail(seg *segState, err error) {
 func (t *Tierer) seal(ctx context.Context, ss *streamState, seg *segState) error {
 	first := seg.rec.Tiered
 	off := first
-	buf := t.buf[:0]
+	bp, _ := t.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer t.bufs.Put(bp)
+	buf := (*bp)[:0]
 	var c ChunkRecord
 	var nextOldest time.Time
 build:
@@ -491,7 +529,7 @@ build:
 			off = e.Offset + 1
 		}
 	}
-	t.buf = buf
+	*bp = buf
 	if c.Events == 0 {
 		return nil
 	}
