@@ -78,9 +78,22 @@ func (l *Log) Read(from uint64, maxEvents, maxBytes int) ([]Event, uint64, error
 		if err != nil {
 			return nil, from, fmt.Errorf("read segment %s at offset %d: %w", l.opts.Dir, off, err)
 		}
+		// The events alias the reader's buffer, which the next record
+		// reuses: they are copied into one slab per record rather than one
+		// allocation each, which for small events is most of a read's cost.
+		var slab []byte
 		for _, e := range rec.Events {
 			if off >= from && len(out) < maxEvents {
-				out = append(out, Event{Offset: off, Time: rec.TimeUnixNano, Data: append([]byte(nil), e...)})
+				if slab == nil {
+					n := 0
+					for _, e := range rec.Events {
+						n += len(e)
+					}
+					slab = make([]byte, 0, n)
+				}
+				start := len(slab)
+				slab = append(slab, e...)
+				out = append(out, Event{Offset: off, Time: rec.TimeUnixNano, Data: slab[start:len(slab):len(slab)]})
 				bytes += len(e)
 			}
 			off++
