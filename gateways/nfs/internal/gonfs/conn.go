@@ -13,8 +13,8 @@ import (
 	"sync"
 
 	xdr2 "github.com/rasky/go-xdr/xdr2"
+	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
-	"github.com/willscott/go-nfs-client/nfs/xdr"
 )
 
 var (

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/willscott/go-nfs-client/nfs/xdr"
+	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
 )
 
 const (

@@ -5,7 +5,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/willscott/go-nfs-client/nfs/xdr"
+	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
 )
 
 func onGetAttr(ctx context.Context, w *response, userHandle Handler) error {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/willscott/go-nfs-client/nfs/xdr"
+	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
 )
 
 type nfsReadArgs struct {

@@ -11,7 +11,7 @@ import (
 	"path"
 	"sort"
 
-	"github.com/willscott/go-nfs-client/nfs/xdr"
+	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
 )
 
 type readDirArgs struct {

@@ -5,7 +5,7 @@ import (
 	"context"
 	"path"
 
-	"github.com/willscott/go-nfs-client/nfs/xdr"
+	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
 )
 
 type readDirPlusArgs struct {

@@ -7,7 +7,7 @@ import (
 	"reflect"
 
 	"github.com/go-git/go-billy/v5"
-	"github.com/willscott/go-nfs-client/nfs/xdr"
+	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
 )
 
 var doubleWccErrorBody = [16]byte{}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	billy "github.com/go-git/go-billy/v5"
-	"github.com/willscott/go-nfs-client/nfs/xdr"
+	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
 )
 
 // Patched in: paged READDIR and READDIRPLUS.
