@@ -223,12 +223,18 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close drains a short unread rest so that the connection can be reused;
-// a long one is not worth reading and the connection is closed instead.
+// drainWait bounds how long Close waits for the unread rest of an answer.
+const drainWait = 20 * time.Millisecond
+
+// Close drains a short unread rest that is already arriving (a JSON
+// decoder leaves the final newline) so that the connection can be reused.
+// A long rest, or a stream that is still open (a follow read the caller
+// stopped), is not waited for: the connection is closed instead.
 func (b *h1Body) Close() error {
 	if b.done {
 		return nil
 	}
+	b.c.c.SetReadDeadline(time.Now().Add(drainWait))
 	_, err := io.CopyN(io.Discard, b.ReadCloser, 64<<10)
 	b.release(errors.Is(err, io.EOF))
 	return nil

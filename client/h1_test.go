@@ -133,3 +133,44 @@ func TestH1TransportTLS(t *testing.T) {
 		t.Fatal("a server with an unknown CA was accepted")
 	}
 }
+
+// Closing the body of an answer that is still streaming (a follow the
+// caller stopped reading) returns at once and does not reuse the
+// connection.
+func TestH1TransportCloseOfAnOpenStream(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("first line\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	}))
+	conns := countConns(srv)
+	srv.Start()
+	defer srv.Close()
+	defer close(stop)
+	hc := &http.Client{Transport: newH1Transport(nil)}
+	resp, err := hc.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp.Body.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close of an open stream took %v", d)
+	}
+	resp, err = hc.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections; the stopped stream's connection must not be reused", n)
+	}
+}
