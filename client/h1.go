@@ -23,19 +23,28 @@ import (
 // h1Transport writes the request and reads the answer in the caller's
 // goroutine, over a pool of keep-alive connections.
 //
-// It speaks plain HTTP/1.1 to one origin (http or https, no proxy), which
-// is all the SDK needs; a Client given its own http.Client does not use it.
+// It speaks plain HTTP/1.1 straight to the server (http or https), which
+// is all the SDK needs. A request that the environment sends through a
+// proxy (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) goes through net/http's
+// Transport instead, and a Client given its own http.Client does not use
+// h1Transport at all.
 type h1Transport struct {
 	tls     *tls.Config // nil: the default for https
 	dialer  net.Dialer
 	maxIdle int
+	proxied http.RoundTripper // net/http's, for proxied requests
 
 	mu   sync.Mutex
 	idle map[string][]*h1Conn // by scheme://host
 }
 
 func newH1Transport(cfg *tls.Config) *h1Transport {
+	std := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg != nil {
+		std.TLSClientConfig = cfg.Clone()
+	}
 	return &h1Transport{
+		proxied: std,
 		tls:     cfg,
 		dialer:  net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
 		maxIdle: 1024,
@@ -120,6 +129,9 @@ func (t *h1Transport) dial(ctx context.Context, req *http.Request, key string) (
 func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return nil, errors.New("client: only http and https URLs")
+	}
+	if p, err := http.ProxyFromEnvironment(req); err != nil || p != nil {
+		return t.proxied.RoundTrip(req)
 	}
 	key := req.URL.Scheme + "://" + req.URL.Host
 	for attempt := 0; ; attempt++ {
