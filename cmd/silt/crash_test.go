@@ -168,6 +168,35 @@ func (ps *producers) stop() []int {
 	return ps.acked
 }
 
+// killRun starts a server child with the extra serve flags, creates the
+// stream crash/s (4 segments), runs producers against it while killing and
+// restarting the server rounds times (each after pause plus up to spread),
+// and returns the running child, a client and each producer's last
+// acknowledged sequence number. The child is stopped when the test ends.
+func killRun(t *testing.T, extra []string, producers, rounds int, pause, spread time.Duration) (*child, apiClient, []int) {
+	t.Helper()
+	dir := t.TempDir()
+	c := &child{t: t, dir: dir, addr: freeAddr(t), extra: extra}
+	c.start()
+	t.Cleanup(func() { c.stop() })
+	tok, err := os.ReadFile(filepath.Join(dir, "root.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := apiClient{base: "http://" + c.addr, token: strings.TrimSpace(string(tok)), http: &http.Client{Timeout: 5 * time.Second}}
+	api.mustOK(t, "POST", "/v1/tenants", `{"name":"crash"}`)
+	api.mustOK(t, "POST", "/v1/tenants/crash/streams", `{"name":"s","segments":4}`)
+	run := startProducers(api, producers)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(rounds)))
+	for round := 0; round < rounds; round++ {
+		time.Sleep(pause + time.Duration(rng.Int64N(int64(spread))))
+		c.kill()
+		c.start()
+	}
+	time.Sleep(300 * time.Millisecond)
+	return c, api, run.stop()
+}
+
 // TestKill9 runs idempotent producers against a real server process, kills
 // it with SIGKILL at random moments, restarts it, and checks that every
 // acknowledged event is stored exactly once and in order per routing key.
@@ -177,28 +206,8 @@ func TestKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills real server processes for several seconds; runs in the full suite (make go-test)")
 	}
-	dir := t.TempDir()
-	c := &child{t: t, dir: dir, addr: freeAddr(t)}
-	c.start()
-	defer func() { c.stop() }()
-	tok, err := os.ReadFile(filepath.Join(dir, "root.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := apiClient{base: "http://" + c.addr, token: strings.TrimSpace(string(tok)), http: &http.Client{Timeout: 5 * time.Second}}
-	api.mustOK(t, "POST", "/v1/tenants", `{"name":"crash"}`)
-	api.mustOK(t, "POST", "/v1/tenants/crash/streams", `{"name":"s","segments":4}`)
-
 	const producers = 8
-	run := startProducers(api, producers)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	for round := 0; round < 4; round++ {
-		time.Sleep(time.Duration(200+rng.IntN(500)) * time.Millisecond)
-		c.kill()
-		c.start()
-	}
-	time.Sleep(300 * time.Millisecond)
-	acked := run.stop()
+	_, api, acked := killRun(t, nil, producers, 4, 200*time.Millisecond, 500*time.Millisecond)
 
 	got := map[string][]int{}
 	cursor := ""

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,35 +26,15 @@ func TestKill9DuringUploads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills real server processes for several seconds; runs in the full suite (make go-test)")
 	}
-	dir := t.TempDir()
-	c := &child{t: t, dir: dir, addr: freeAddr(t), extra: []string{
-		"--tiering.max_chunk_bytes", "512", "--tiering.max_lag", "400ms", "--tiering.interval", "100ms",
-	}}
-	c.start()
-	defer func() { c.stop() }()
-	tok, err := os.ReadFile(filepath.Join(dir, "root.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := apiClient{base: "http://" + c.addr, token: strings.TrimSpace(string(tok)), http: &http.Client{Timeout: 5 * time.Second}}
-	api.mustOK(t, "POST", "/v1/tenants", `{"name":"crash"}`)
-	api.mustOK(t, "POST", "/v1/tenants/crash/streams", `{"name":"s","segments":4}`)
-
 	const producers = 8
-	run := startProducers(api, producers)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	for round := 0; round < 5; round++ {
-		time.Sleep(time.Duration(300+rng.IntN(600)) * time.Millisecond)
-		c.kill()
-		c.start()
-	}
-	time.Sleep(300 * time.Millisecond)
-	acked := run.stop()
+	c, api, acked := killRun(t, []string{
+		"--tiering.max_chunk_bytes", "512", "--tiering.max_lag", "400ms", "--tiering.interval", "100ms",
+	}, producers, 5, 300*time.Millisecond, 600*time.Millisecond)
 
 	// Wait until tier 2 holds every segment up to its next offset.
 	next := waitTiered(t, api, 30*time.Second)
 
-	root := filepath.Join(dir, "tier2", "crash", "s")
+	root := filepath.Join(c.dir, "tier2", "crash", "s")
 	got := map[string][]int{}
 	chunks := 0
 	for seg, n := range next {
