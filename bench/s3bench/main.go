@@ -22,15 +22,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/bench/internal/benchdata"
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/gateways/s3"
 	"github.com/silt-io/silt/tiering"
@@ -73,53 +72,11 @@ func run(dir string, size int64, rounds, listN int) error {
 	if _, err := store.CreateTenant(ctx, "bench", nil); err != nil {
 		return err
 	}
-	if _, err := store.CreateStream(ctx, "bench", "big", core.StreamConfig{}); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "appending %d MiB…\n", size>>20)
-	ev := make([]byte, 1023)
-	for i := range ev {
-		ev[i] = 'a' + byte(i%26)
-	}
-	batch := make([][]byte, 4096) // 4 MiB of encoded lines per append
-	for i := range batch {
-		batch[i] = ev
-	}
-	for n := int64(0); n < size; n += int64(len(batch)) * 1024 {
-		if _, err := store.Append(ctx, core.AppendRequest{Tenant: "bench", Stream: "big", Events: batch}); err != nil {
-			return err
-		}
-	}
-	tcfg := tiering.DefaultConfig()
-	// Seal by size only, so the whole run becomes one chunk.
-	tcfg.MaxChunkBytes = size
-	tcfg.MaxLag = time.Hour
-	tcfg.Interval = 100 * time.Millisecond
-	be, err := tiering.OpenBackend(tcfg, cfg.Dir)
+	chunk, _, be, closeTier, err := benchdata.SealChunk(ctx, store, cfg.Dir, size)
 	if err != nil {
 		return err
 	}
-	tierer, err := tiering.New(tcfg, store, be, tiering.Options{})
-	if err != nil {
-		return err
-	}
-	defer tierer.Close()
-	fmt.Fprintln(os.Stderr, "sealing into tier 2…")
-	var chunk string
-	for deadline := time.Now().Add(5 * time.Minute); chunk == ""; {
-		if time.Now().After(deadline) {
-			st, _ := tierer.Status("bench", "big")
-			return fmt.Errorf("chunk not sealed in time; tiering state: %+v", st)
-		}
-		time.Sleep(200 * time.Millisecond)
-		filepath.Walk(filepath.Join(cfg.Dir, "tier2"), func(p string, info os.FileInfo, err error) error {
-			// Skip unfinished uploads (dot-prefixed temp files).
-			if err == nil && !info.IsDir() && filepath.Ext(p) == ".txt" && !strings.HasPrefix(info.Name(), ".") && info.Size() >= size {
-				chunk = p
-			}
-			return nil
-		})
-	}
+	defer closeTier()
 	rel, _ := filepath.Rel(filepath.Join(cfg.Dir, "tier2", "bench"), chunk)
 
 	acls, err := acl.Open(store.Catalog())
@@ -133,12 +90,12 @@ func run(dir string, size int64, rounds, listN int) error {
 	if err != nil {
 		return err
 	}
-	s3URL, stopS3, err := serve(s3srv.Handler())
+	s3URL, stopS3, err := benchdata.Serve(s3srv.Handler())
 	if err != nil {
 		return err
 	}
 	defer stopS3()
-	fileURL, stopFile, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, chunk) }))
+	fileURL, stopFile, err := benchdata.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, chunk) }))
 	if err != nil {
 		return err
 	}
@@ -292,16 +249,6 @@ func listing(dataDir, ref string, n int) error {
 	}
 	fmt.Println()
 	return nil
-}
-
-func serve(h http.Handler) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 
 // measure GETs url rounds times from each of readers goroutines and returns

@@ -27,7 +27,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -39,6 +38,7 @@ import (
 	"time"
 
 	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/bench/internal/benchdata"
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/gateways/webhdfs"
 	"github.com/silt-io/silt/tiering"
@@ -81,7 +81,7 @@ func run(dir string, size int64, rounds, listN int, r ref) error {
 	if _, err := store.CreateTenant(ctx, "bench", nil); err != nil {
 		return err
 	}
-	chunk, seg, be, closeTier, err := sealChunk(ctx, store, cfg.Dir, size)
+	chunk, seg, be, closeTier, err := benchdata.SealChunk(ctx, store, cfg.Dir, size)
 	if err != nil {
 		return err
 	}
@@ -99,12 +99,12 @@ func run(dir string, size int64, rounds, listN int, r ref) error {
 	if err != nil {
 		return err
 	}
-	hdfsURL, stopHDFS, err := serve(srv.Handler())
+	hdfsURL, stopHDFS, err := benchdata.Serve(srv.Handler())
 	if err != nil {
 		return err
 	}
 	defer stopHDFS()
-	fileURL, stopFile, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, chunk) }))
+	fileURL, stopFile, err := benchdata.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, chunk) }))
 	if err != nil {
 		return err
 	}
@@ -161,62 +161,6 @@ func run(dir string, size int64, rounds, listN int, r ref) error {
 	return nil
 }
 
-// sealChunk appends size bytes of lines to bench/big and waits until the
-// tierer has sealed them into one tier-2 chunk; it returns the chunk's
-// file, its segment and the tier-2 backend holding it.
-func sealChunk(ctx context.Context, store *core.Store, dataDir string, size int64) (string, string, tiering.Backend, func(), error) {
-	st, err := store.CreateStream(ctx, "bench", "big", core.StreamConfig{Segments: 1})
-	if err != nil {
-		return "", "", nil, nil, err
-	}
-	fmt.Fprintf(os.Stderr, "appending %d MiB…\n", size>>20)
-	ev := make([]byte, 1023)
-	for i := range ev {
-		ev[i] = 'a' + byte(i%26)
-	}
-	batch := make([][]byte, 4096) // 4 MiB of encoded lines per append
-	for i := range batch {
-		batch[i] = ev
-	}
-	for n := int64(0); n < size; n += int64(len(batch)) * 1024 {
-		if _, err := store.Append(ctx, core.AppendRequest{Tenant: "bench", Stream: "big", Events: batch}); err != nil {
-			return "", "", nil, nil, err
-		}
-	}
-	tcfg := tiering.DefaultConfig()
-	// Seal by size only, so the whole run becomes one chunk.
-	tcfg.MaxChunkBytes = size
-	tcfg.MaxLag = time.Hour
-	tcfg.Interval = 100 * time.Millisecond
-	be, err := tiering.OpenBackend(tcfg, dataDir)
-	if err != nil {
-		return "", "", nil, nil, err
-	}
-	tierer, err := tiering.New(tcfg, store, be, tiering.Options{})
-	if err != nil {
-		return "", "", nil, nil, err
-	}
-	fmt.Fprintln(os.Stderr, "sealing into tier 2…")
-	var chunk string
-	for deadline := time.Now().Add(5 * time.Minute); chunk == ""; {
-		if time.Now().After(deadline) {
-			tierer.Close()
-			return "", "", nil, nil, fmt.Errorf("chunk not sealed in time")
-		}
-		time.Sleep(200 * time.Millisecond)
-		filepath.Walk(filepath.Join(dataDir, "tier2"), func(p string, info os.FileInfo, err error) error {
-			// Skip unfinished uploads (dot-prefixed temp files).
-			if err == nil && !info.IsDir() && filepath.Ext(p) == ".txt" && !strings.HasPrefix(info.Name(), ".") && info.Size() >= size {
-				chunk = p
-			}
-			return nil
-		})
-	}
-	return chunk, st.Segments[0].ID, be, func() { tierer.Close() }, nil
-}
-
-// listing seeds a one-segment stream with n chunk records and times
-// LISTSTATUS_BATCH's first page against a page near the end.
 func listing(ctx context.Context, store *core.Store, hdfsURL string, n int, r ref) error {
 	st, err := store.CreateStream(ctx, "bench", "many", core.StreamConfig{Segments: 1})
 	if err != nil {
@@ -337,16 +281,6 @@ func getBatch(rq batchReq) (time.Duration, error) {
 		return 0, fmt.Errorf("GET %s: %d entries, remaining %d; want %d from %s and more", u, len(got), page.DirectoryListing.RemainingEntries, rq.wantLen, rq.wantFirst)
 	}
 	return d, nil
-}
-
-func serve(h http.Handler) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 
 // readGo reads url whole with Go's http client, which follows the 307 as
