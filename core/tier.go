@@ -1,6 +1,10 @@
 package core
 
-import "sort"
+import (
+	"context"
+	"sort"
+	"time"
+)
 
 // Hooks for the tiering package: it enumerates streams, waits for commits
 // and truncates tier 1 once a range is durable in tier 2 and recorded in
@@ -47,6 +51,46 @@ func (s *Store) TruncateBefore(tenant, stream, segmentID string, offset uint64) 
 		return err
 	}
 	if _, err := st.logs[idx].TruncateBefore(offset); err != nil {
+		return mapSegmentErr(err)
+	}
+	return nil
+}
+
+// ScanFunc receives one stored batch of events from Scan: first is the
+// offset of events[0], at their append time. The slices are valid only
+// until it returns.
+type ScanFunc func(first uint64, at time.Time, events [][]byte) error
+
+// Scan passes the segment's events in [from, to) (to capped at the
+// committed end) to fn batch by batch, in offset order, without copying
+// them: the way to stream a range onward that Read, which returns owned
+// copies, makes twice as expensive. An error from fn ends the scan and is
+// returned as it is.
+func (s *Store) Scan(ctx context.Context, tenant, stream, segmentID string, from, to uint64, fn ScanFunc) error {
+	st, err := s.stream(tenant, stream)
+	if err != nil {
+		return err
+	}
+	idx, err := st.segmentIndex(segmentID)
+	if err != nil {
+		return err
+	}
+	var fnErr error
+	err = st.logs[idx].Scan(from, to, func(first uint64, ns int64, events [][]byte) error {
+		if err := ctx.Err(); err != nil {
+			fnErr = err
+			return err
+		}
+		if err := fn(first, time.Unix(0, ns).UTC(), events); err != nil {
+			fnErr = err
+			return err
+		}
+		return nil
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
 		return mapSegmentErr(err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package tiering
 
 import (
 	"encoding/json"
+	"slices"
 
 	"fmt"
 	"strconv"
@@ -74,10 +75,19 @@ type ChunkRecord struct {
 	Sealed      time.Time `json:"sealed"`
 }
 
-// uploadIntent names the object a segment is uploading, committed before
-// the upload starts, so that one interrupted by a crash can be removed.
+// uploadIntent names the objects a segment is uploading, committed before
+// the uploads start, so that ones interrupted by a crash can be removed.
 type uploadIntent struct {
-	Key string `json:"key"`
+	Keys []string `json:"keys,omitempty"`
+	Key  string   `json:"key,omitempty"` // one object, as written before groups of uploads
+}
+
+// keys returns every object the intent names.
+func (in uploadIntent) keys() []string {
+	if in.Key != "" && !slices.Contains(in.Keys, in.Key) {
+		return append(slices.Clone(in.Keys), in.Key)
+	}
+	return in.Keys
 }
 
 // deleteIntent names the object of a chunk whose record retention has

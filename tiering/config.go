@@ -33,6 +33,11 @@ type Config struct {
 	// streams' uploads need not wait for it, which matters when an upload
 	// takes tens of milliseconds (S3, HDFS) and many streams seal at once.
 	Streams int `koanf:"streams" help:"streams tiered at once (their uploads overlap; one stream's segments go in turn)"`
+	// ChunksInFlight is how many chunks are built and uploaded at once,
+	// across all streams. A segment with a backlog of full chunks seals
+	// up to this many together and commits them in one catalog batch;
+	// each build holds about 2 MiB of buffers.
+	ChunksInFlight int `koanf:"chunks_in_flight" help:"chunks built and uploaded at once across all streams (a backlog's full chunks go together)"`
 }
 
 // FSConfig configures the fs backend.
@@ -151,6 +156,7 @@ func DefaultConfig() Config {
 		Interval:        250 * time.Millisecond,
 		MaxBacklogBytes: 1 << 30,
 		Streams:         4,
+		ChunksInFlight:  8,
 		Retry:           RetryConfig{Initial: 200 * time.Millisecond, Max: 30 * time.Second},
 	}
 }
@@ -178,6 +184,9 @@ func (c Config) Validate() error {
 	}
 	if c.Streams < 1 || c.Streams > 256 {
 		return fmt.Errorf("tiering: streams must be 1 to 256, got %d", c.Streams)
+	}
+	if c.ChunksInFlight < 1 || c.ChunksInFlight > 64 {
+		return fmt.Errorf("tiering: chunks_in_flight must be 1 to 64, got %d", c.ChunksInFlight)
 	}
 	if c.MaxBacklogBytes < c.MaxChunkBytes {
 		return fmt.Errorf("tiering: max_backlog_bytes must be at least max_chunk_bytes")

@@ -3,20 +3,23 @@
 // catalog that the read-only view serves.
 //
 // One goroutine scans every segment each interval. A segment's untiered
-// range [tiered, next) is sealed into a chunk when it holds max_chunk_bytes
-// of encoded events or its oldest event nears the lag ceiling. A chunk's
-// bytes are exactly core.Encode of its events, so tier-2 files are directly
+// range [tiered, next) is cut into chunks of max_chunk_bytes of encoded
+// events as it is scanned; full chunks are sealed at once, the last one
+// when its oldest event nears the lag ceiling (seal.go). A chunk's bytes
+// are exactly core.Encode of its events, so tier-2 files are directly
 // usable by line- or frame-oriented tools.
 //
 // The upload protocol keeps tier 1 and tier 2 consistent across crashes:
 //
-//  1. commit an upload intent (the object key) to the catalog;
-//  2. Backend.Create, write, Finish (durable, visible under the key);
-//  3. commit the chunk record and the segment's new tiered offset, and
+//  1. commit an upload intent (the keys of a group of chunks) to the
+//     catalog;
+//  2. for each chunk at once: Backend.Create, write, Finish (durable,
+//     visible under the key);
+//  3. commit the chunk records and the segment's new tiered offset, and
 //     drop the intent, in one synced batch;
 //  4. only then truncate tier-1 files wholly below the tiered offset.
 //
-// A crash before 3 leaves an intent: its object is deleted at the next
+// A crash before 3 leaves an intent: its objects are deleted at the next
 // start (or before the segment's next upload), and the range is tiered
 // again from the catalog's offset. Object names are derived from offsets,
 // so a re-upload of the same range overwrites rather than duplicates.
@@ -29,16 +32,14 @@ package tiering
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	md5simd "github.com/minio/md5-simd"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -69,8 +70,14 @@ type Tierer struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
-	// bufs holds chunk buffers (*[]byte), one per seal in progress.
-	bufs  sync.Pool
+	// bufs holds the pieces (*[]byte) that chunk builds encode into.
+	bufs sync.Pool
+	// slots bounds the chunk builds in flight across all streams, which
+	// bounds the memory and backend connections of a backlog.
+	slots chan struct{}
+	// md5 hashes every chunk in flight in one SIMD server: a group's MD5s
+	// run side by side instead of one core's worth at a time.
+	md5   md5simd.Server
 	hooks struct {
 		beforeCommit func() error // tests: fail between upload and commit
 		// tests: fail between a retention commit and the object's deletion
@@ -109,8 +116,12 @@ type segState struct {
 	scanned uint64
 	pending int64
 	oldest  time.Time
-	// intent is the key of an upload not yet committed.
-	intent string
+	// The scanned range cut into chunks: cuts are complete, open is the
+	// rest (possibly empty). Only the stream's scanning worker uses them.
+	cuts []chunkCut
+	open chunkCut
+	// intents are the keys of uploads not yet committed.
+	intents []string
 
 	lastErr   error
 	lastErrAt time.Time
@@ -130,6 +141,8 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 		o.Now = time.Now
 	}
 	t := &Tierer{cfg: cfg, store: store, cat: store.Catalog(), be: be, log: o.Logger, now: o.Now, done: make(chan struct{})}
+	t.slots = make(chan struct{}, cfg.ChunksInFlight)
+	t.md5 = md5simd.NewServer()
 	t.mu.streams = map[string]*streamState{}
 	m, err := newMetrics(o.Registerer, t)
 	if err != nil {
@@ -140,6 +153,7 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	t.cancel = cancel
 	if err := t.recover(ctx); err != nil {
 		cancel()
+		t.md5.Close()
 		return nil, err
 	}
 	if o.manual {
@@ -155,6 +169,7 @@ func (t *Tierer) Close() error {
 	t.closeOnce.Do(func() {
 		t.cancel()
 		<-t.done
+		t.md5.Close()
 		t.m.unregister()
 	})
 	return nil
@@ -203,9 +218,11 @@ func (t *Tierer) recover(ctx context.Context) error {
 		if err := json.Unmarshal(v, &in); err != nil {
 			return fmt.Errorf("decode %s: %w", k, err)
 		}
-		if err := t.be.Delete(ctx, in.Key); err != nil {
-			t.log.Warn("could not delete an interrupted tier-2 upload; retried before the next upload", zap.String("key", in.Key), zap.Error(err))
-			return nil
+		for _, key := range in.keys() {
+			if err := t.be.Delete(ctx, key); err != nil {
+				t.log.Warn("could not delete an interrupted tier-2 upload; retried before the next upload", zap.String("key", key), zap.Error(err))
+				return nil
+			}
 		}
 		intents = append(intents, string(k))
 		return nil
@@ -392,7 +409,7 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 		if _, err := getJSON(t.cat, intentKey(st.Tenant, st.Name, info.ID), &in); err != nil {
 			return nil, err
 		}
-		seg.intent = in.Key
+		seg.intents = in.keys()
 		seg.scanned = seg.rec.Tiered
 		if info.FirstOffset > seg.rec.Tiered {
 			t.log.Error("tier 1 starts above the tiered offset; events in between are lost",
@@ -401,6 +418,7 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 			seg.scanned = info.FirstOffset
 			seg.rec.Tiered = info.FirstOffset
 		}
+		seg.open = chunkCut{first: seg.scanned, next: seg.scanned}
 		if seg.rec.Tiered > 0 {
 			// A crash between the catalog commit and the truncation left
 			// tiered files in tier 1.
@@ -423,47 +441,60 @@ const (
 	maxSealsPerPass     = 8
 )
 
-// It reports whether the segment has more to seal at once than the pass's
-// bounds allowed.
+// scanSegment counts what tier 1 holds beyond the scanned offset (at most
+// maxScanBytesPerPass of it) and seals the chunks that are due. It reports
+// whether the segment has more to seal at once than the pass's bounds
+// allowed.
 func (t *Tierer) scanSegment(ctx context.Context, ss *streamState, seg *segState, info core.SegmentInfo) bool {
-	read := 0
-	for seg.scanned < info.NextOffset && read < maxScanBytesPerPass {
-		res, err := t.store.Read(ctx, core.ReadRequest{Tenant: ss.tenant, Stream: ss.name, Segment: seg.id, From: seg.scanned, MaxEvents: 10000})
-		if err != nil {
-			t.fail(seg, fmt.Errorf("read tier 1 at offset %d: %w", seg.scanned, err))
-			return false
-		}
-		if len(res.Events) == 0 {
-			break
-		}
-		t.mu.Lock()
-		for _, e := range res.Events {
-			if seg.oldest.IsZero() {
-				seg.oldest = e.Time
+	if seg.scanned < info.NextOffset {
+		read := 0
+		err := t.store.Scan(ctx, ss.tenant, ss.name, seg.id, seg.scanned, info.NextOffset, func(first uint64, at time.Time, events [][]byte) error {
+			if read >= maxScanBytesPerPass {
+				return errPassFull
 			}
-			seg.pending += encodedSize(ss.enc, len(e.Data))
-			read += len(e.Data)
-		}
-		seg.scanned = res.Next
-		t.mu.Unlock()
-	}
-	for i := 0; i < maxSealsPerPass && seg.pending > 0 && ctx.Err() == nil; i++ {
-		now := t.now()
-		if seg.pending < t.cfg.MaxChunkBytes && now.Sub(seg.oldest) < t.cfg.sealAge() {
+			t.mu.Lock()
+			for i, e := range events {
+				sz := encodedSize(ss.enc, len(e))
+				t.count(seg, first+uint64(i), at, sz)
+				if seg.oldest.IsZero() {
+					seg.oldest = at
+				}
+				seg.pending += sz
+				read += len(e)
+			}
+			seg.scanned = first + uint64(len(events))
+			t.mu.Unlock()
+			return nil
+		})
+		if err != nil && !errors.Is(err, errPassFull) {
+			if ctx.Err() == nil {
+				t.fail(seg, fmt.Errorf("read tier 1 at offset %d: %w", seg.scanned, err))
+			}
 			return false
 		}
+	}
+	for sealed := 0; sealed < maxSealsPerPass && ctx.Err() == nil; {
+		now := t.now()
 		if now.Before(seg.retryAt) {
 			return false
 		}
-		if err := t.seal(ctx, ss, seg); err != nil {
+		cuts := t.sealable(seg, now, min(t.cfg.ChunksInFlight, maxSealsPerPass-sealed))
+		if len(cuts) == 0 {
+			return seg.scanned < info.NextOffset
+		}
+		if err := t.sealGroup(ctx, ss, seg, cuts); err != nil {
 			if ctx.Err() == nil {
 				t.fail(seg, err)
 			}
 			return false
 		}
+		sealed += len(cuts)
 	}
-	return seg.scanned < info.NextOffset || seg.pending >= t.cfg.MaxChunkBytes
+	return seg.scanned < info.NextOffset || len(seg.cuts) > 0 || seg.open.bytes >= t.cfg.MaxChunkBytes
 }
+
+// errPassFull stops a scan that has counted a pass's worth of bytes.
+var errPassFull = errors.New("tiering: scan bound reached")
 
 func encodedSize(enc core.Encoding, n int) int64 {
 	if enc == core.EncodingFramed {
@@ -488,141 +519,4 @@ func (t *Tierer) fail(seg *segState, err error) {
 	t.mu.Unlock()
 	t.m.errors.Inc()
 	t.log.Warn("tiering failed; will retry", zap.String("segment", seg.id), zap.Int("failures", failures), zap.Duration("backoff", backoff), zap.Error(err))
-}
-
-// seal builds the next chunk of a segment from tier 1, uploads it, commits
-// it and truncates tier 1.
-func (t *Tierer) seal(ctx context.Context, ss *streamState, seg *segState) error {
-	first := seg.rec.Tiered
-	off := first
-	bp, _ := t.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	defer t.bufs.Put(bp)
-	buf := (*bp)[:0]
-	var c ChunkRecord
-	var nextOldest time.Time
-build:
-	for off < seg.scanned {
-		res, err := t.store.Read(ctx, core.ReadRequest{Tenant: ss.tenant, Stream: ss.name, Segment: seg.id, From: off, MaxEvents: 10000})
-		if err != nil {
-			return fmt.Errorf("read tier 1 at offset %d: %w", off, err)
-		}
-		if len(res.Events) == 0 {
-			return fmt.Errorf("read tier 1 at offset %d: no events below the scanned offset %d", off, seg.scanned)
-		}
-		for _, e := range res.Events {
-			if e.Offset >= seg.scanned {
-				break build
-			}
-			if len(buf) > 0 && int64(len(buf))+encodedSize(ss.enc, len(e.Data)) > t.cfg.MaxChunkBytes {
-				nextOldest = e.Time
-				break build
-			}
-			if c.Events == 0 {
-				c.FirstTime = e.Time
-			}
-			c.LastTime = e.Time
-			c.Events++
-			buf = core.Encode(ss.enc, buf, e.Data)
-			off = e.Offset + 1
-		}
-	}
-	*bp = buf
-	if c.Events == 0 {
-		return nil
-	}
-	c.Segment, c.FirstOffset, c.LastOffset = seg.id, first, off-1
-	c.Name = ChunkName(ss.enc, c.FirstOffset, c.LastOffset)
-	c.Key = PrefixedObjectKey(ss.prefix, ss.tenant, ss.name, seg.id, c.Name)
-	c.Size = int64(len(buf))
-
-	// The checksums are needed only for the catalog commit: computing them
-	// while the upload writes and syncs keeps the other core busy instead
-	// of adding their time to every chunk's.
-	summed := make(chan struct{})
-	go func() {
-		defer close(summed)
-		sum := md5.Sum(buf)
-		c.MD5, c.CRC32C = hex.EncodeToString(sum[:]), crc32.Checksum(buf, castagnoli)
-	}()
-	start := time.Now()
-	err := t.upload(ctx, ss, seg, c.Key, buf)
-	<-summed
-	if err != nil {
-		return err
-	}
-	t.m.uploadSeconds.Observe(time.Since(start).Seconds())
-	if t.hooks.beforeCommit != nil {
-		if err := t.hooks.beforeCommit(); err != nil {
-			return err
-		}
-	}
-	now := t.now()
-	c.Sealed = now.UTC()
-	rec := SegmentRecord{Tiered: off, First: seg.rec.First, Chunks: seg.rec.Chunks + 1, Bytes: seg.rec.Bytes + c.Size, LastSeal: c.Sealed}
-	cv, _ := json.Marshal(c)
-	sv, _ := json.Marshal(rec)
-	err = t.cat.Commit(map[string][]byte{
-		chunkKey(ss.tenant, ss.name, seg.id, first): cv,
-		segmentKey(ss.tenant, ss.name, seg.id):      sv,
-	}, []string{intentKey(ss.tenant, ss.name, seg.id)})
-	if err != nil {
-		return fmt.Errorf("commit chunk %s: %w", c.Key, err)
-	}
-	ss.manifestDirty = true
-	ss.chunkChanges++
-	t.mu.Lock()
-	seg.rec = rec
-	seg.pending -= c.Size
-	seg.oldest = nextOldest
-	seg.intent = ""
-	seg.failures, seg.lastErr, seg.retryAt = 0, nil, time.Time{}
-	t.mu.Unlock()
-	t.m.chunks.Inc()
-	t.m.bytes.Add(float64(c.Size))
-	t.m.visibility.Observe(now.Sub(c.FirstTime).Seconds())
-
-	// Truncation can only drop what is now safe in tier 2; if it fails,
-	// the next chunk's truncation (or the next start) catches up.
-	if err := t.store.TruncateBefore(ss.tenant, ss.name, seg.id, off); err != nil && !errors.Is(err, core.ErrNotFound) {
-		t.log.Warn("truncate tier 1 after tiering", zap.String("stream", ss.tenant+"/"+ss.name), zap.String("segment", seg.id), zap.Error(err))
-	}
-	return nil
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// upload writes one chunk with its intent committed first.
-func (t *Tierer) upload(ctx context.Context, ss *streamState, seg *segState, key string, data []byte) error {
-	if seg.intent != "" && seg.intent != key {
-		// An earlier attempt at a different range may have left an
-		// object behind; it must go before its intent is forgotten.
-		if err := t.be.Delete(ctx, seg.intent); err != nil {
-			return fmt.Errorf("delete interrupted upload %s: %w", seg.intent, err)
-		}
-	}
-	if seg.intent != key {
-		v, _ := json.Marshal(uploadIntent{Key: key})
-		if err := t.cat.Set(intentKey(ss.tenant, ss.name, seg.id), v); err != nil {
-			return err
-		}
-		t.mu.Lock()
-		seg.intent = key
-		t.mu.Unlock()
-	}
-	w, err := t.be.Create(ctx, key)
-	if err != nil {
-		return fmt.Errorf("upload %s: %w", key, err)
-	}
-	if _, err := w.Write(data); err != nil {
-		w.Abort()
-		return fmt.Errorf("upload %s: %w", key, err)
-	}
-	if err := w.Finish(); err != nil {
-		w.Abort()
-		return fmt.Errorf("upload %s: %w", key, err)
-	}
-	return nil
 }

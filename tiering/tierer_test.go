@@ -391,7 +391,9 @@ func TestRunLoop(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(cfg, store, be, Options{Registerer: reg, manual: true}); err != nil {
+	tr2, err := New(cfg, store, be, Options{Registerer: reg, manual: true})
+	if err != nil {
 		t.Fatalf("metrics not unregistered by Close: %v", err)
 	}
+	tr2.Close()
 }

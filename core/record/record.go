@@ -63,7 +63,10 @@ func Append(dst []byte, r Record) []byte {
 
 // Decode parses one record body (without the header) whose CRC has been
 // checked. The events alias body.
-func Decode(body []byte) (Record, error) {
+func Decode(body []byte) (Record, error) { return decode(body, nil) }
+
+// decode is Decode appending the event slices to events.
+func decode(body []byte, events [][]byte) (Record, error) {
 	var r Record
 	if len(body) < 1 || body[0] != version {
 		return r, fmt.Errorf("%w: unknown record version", ErrCorrupt)
@@ -96,7 +99,10 @@ func Decode(body []byte) (Record, error) {
 	if r.Seq, ok = next(); !ok {
 		return r, fmt.Errorf("%w: bad sequence", ErrCorrupt)
 	}
-	r.Events = make([][]byte, 0, count)
+	r.Events = events
+	if events == nil {
+		r.Events = make([][]byte, 0, count)
+	}
 	for i := uint64(0); i < count; i++ {
 		l, ok := next()
 		if !ok || l > uint64(len(p)) {
@@ -118,6 +124,11 @@ type Reader struct {
 	end     int64
 	maxBody int
 	buf     []byte
+	// With read-ahead, buf holds the file's bytes from bufPos on, and
+	// records that lie wholly inside it are decoded without a read each.
+	ahead  int
+	bufPos int64
+	events [][]byte // reused by Next for each record's event slices
 }
 
 // NewReader reads records in [pos, end). Bodies larger than maxBody are
@@ -125,6 +136,40 @@ type Reader struct {
 // gigabytes.
 func NewReader(r io.ReaderAt, pos, end int64, maxBody int) *Reader {
 	return &Reader{r: r, pos: pos, end: end, maxBody: maxBody}
+}
+
+// ReadAhead makes the reader fetch at least n bytes per read (never past
+// the end it was given), so that a scan over many small records costs one
+// read per n bytes rather than two per record. Sequential whole-range
+// readers (tiering, recovery) want it; a reader of a few tail records
+// does not.
+func (rd *Reader) ReadAhead(n int) { rd.ahead = n }
+
+// fill makes buf hold [pos, pos+n) and returns that slice.
+func (rd *Reader) fill(pos int64, n int) ([]byte, error) {
+	if pos >= rd.bufPos && pos+int64(n) <= rd.bufPos+int64(len(rd.buf)) {
+		i := pos - rd.bufPos
+		return rd.buf[i : i+int64(n)], nil
+	}
+	want := int64(n)
+	if int64(rd.ahead) > want {
+		want = min(int64(rd.ahead), rd.end-pos)
+	}
+	if int64(cap(rd.buf)) < want {
+		rd.buf = make([]byte, want)
+	}
+	rd.buf = rd.buf[:want]
+	rd.bufPos = pos
+	k, err := rd.r.ReadAt(rd.buf, pos)
+	if k < n {
+		rd.buf = rd.buf[:0]
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	rd.buf = rd.buf[:k]
+	return rd.buf[:n], nil
 }
 
 // Pos is the position of the next record.
@@ -141,29 +186,27 @@ func (rd *Reader) Next() (Record, error) {
 	if rd.end-rd.pos < HeaderSize {
 		return Record{}, fmt.Errorf("%w: short header at %d", ErrCorrupt, rd.pos)
 	}
-	var hdr [HeaderSize]byte
-	if _, err := rd.r.ReadAt(hdr[:], rd.pos); err != nil {
+	hdr, err := rd.fill(rd.pos, HeaderSize)
+	if err != nil {
 		return Record{}, fmt.Errorf("read header at %d: %w", rd.pos, err)
 	}
-	n := binary.LittleEndian.Uint32(hdr[:])
+	n := binary.LittleEndian.Uint32(hdr)
 	sum := binary.LittleEndian.Uint32(hdr[4:])
 	if n == 0 || int64(n) > int64(rd.maxBody) || rd.pos+HeaderSize+int64(n) > rd.end {
 		return Record{}, fmt.Errorf("%w: bad length %d at %d", ErrCorrupt, n, rd.pos)
 	}
-	if cap(rd.buf) < int(n) {
-		rd.buf = make([]byte, n)
-	}
-	body := rd.buf[:n]
-	if _, err := rd.r.ReadAt(body, rd.pos+HeaderSize); err != nil && !(errors.Is(err, io.EOF)) {
+	body, err := rd.fill(rd.pos+HeaderSize, int(n))
+	if err != nil {
 		return Record{}, fmt.Errorf("read record at %d: %w", rd.pos, err)
 	}
 	if crc32.Checksum(body, castagnoli) != sum {
 		return Record{}, fmt.Errorf("%w: checksum mismatch at %d", ErrCorrupt, rd.pos)
 	}
-	rec, err := Decode(body)
+	rec, err := decode(body, rd.events[:0])
 	if err != nil {
 		return Record{}, fmt.Errorf("at %d: %w", rd.pos, err)
 	}
+	rd.events = rec.Events
 	rd.pos += HeaderSize + int64(n)
 	return rec, nil
 }

@@ -108,6 +108,89 @@ func (l *Log) Read(from uint64, maxEvents, maxBytes int) ([]Event, uint64, error
 	return out, next, nil
 }
 
+// scanReadAhead is how much of a file Scan reads at a time.
+const scanReadAhead = 1 << 20
+
+// Scan calls fn, in order, for every record holding events in [from, to)
+// (to is capped at the committed end), with the record's events clipped to
+// that range; first is the offset of events[0]. Unlike Read it copies
+// nothing: events alias a buffer that is reused once fn returns, so a
+// caller that streams them onward (the tierer) touches each byte once. An
+// error from fn stops the scan and is returned.
+func (l *Log) Scan(from, to uint64, fn func(first uint64, timeUnixNano int64, events [][]byte) error) error {
+	for from < to {
+		l.mu.Lock()
+		if l.mu.closed {
+			l.mu.Unlock()
+			return ErrClosed
+		}
+		committed := l.mu.committed
+		files := l.mu.files
+		l.mu.Unlock()
+		to = min(to, committed)
+		if len(files) == 0 || from < files[0].first || from > committed {
+			lo := uint64(0)
+			if len(files) > 0 {
+				lo = files[0].first
+			}
+			return fmt.Errorf("%w: offset %d, readable range is [%d, %d]", ErrOutOfRange, from, lo, committed)
+		}
+		if from >= to {
+			return nil
+		}
+		next, err := l.scanRange(files, from, to, fn)
+		if err != nil {
+			return err
+		}
+		from = next
+	}
+	return nil
+}
+
+// scanRange is Scan within the file holding from; it returns the offset
+// after the last event it passed on.
+func (l *Log) scanRange(files []*file, from, to uint64, fn func(uint64, int64, [][]byte) error) (uint64, error) {
+	i := sort.Search(len(files), func(i int) bool { return files[i].first > from }) - 1
+	f := files[i]
+	l.mu.Lock()
+	size := f.size
+	j := sort.Search(len(f.index), func(j int) bool { return f.index[j].offset > from }) - 1
+	start := f.index[j]
+	l.mu.Unlock()
+
+	rd := record.NewReader(f.r, start.pos, size, l.opts.MaxRecordBytes+record.HeaderSize)
+	rd.ReadAhead(scanReadAhead)
+	off := start.offset
+	for off < to {
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return from, fmt.Errorf("read segment %s at offset %d: %w", l.opts.Dir, off, err)
+		}
+		evs := rec.Events
+		end := off + uint64(len(evs))
+		if end > from {
+			lo := max(from, off) - off
+			hi := min(end, to) - off
+			if err := fn(off+lo, rec.TimeUnixNano, evs[lo:hi]); err != nil {
+				return from, err
+			}
+		}
+		off = end
+	}
+	if off <= from {
+		// The file ended (it is complete up to its size) without reaching
+		// from: the next file starts there.
+		if i+1 < len(files) {
+			return files[i+1].first, nil
+		}
+		return from, fmt.Errorf("read segment %s: offset %d not found", l.opts.Dir, from)
+	}
+	return min(off, to), nil
+}
+
 // Wait blocks until the committed end is above after, ctx ends or the
 // timeout passes (0: no timeout). It reports whether the end moved past
 // after.

@@ -1,0 +1,345 @@
+package tiering
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/silt-io/silt/core"
+)
+
+// Sealing turns scanned tier-1 ranges into tier-2 chunks.
+//
+// The scan (scanSegment) cuts the untiered range into chunks as it counts
+// it, so chunk boundaries are known before any chunk is built. A backlog of
+// several full chunks is then sealed as a group: the chunks of one group
+// are built and uploaded at once (each streamed from tier 1 to the backend
+// in pieces, hashed as it goes), and committed to the catalog together, in
+// offset order. That keeps a backlog from paying one chunk's upload
+// latency, fsync and catalog syncs after another, and lets the MD5s of the
+// group's chunks run side by side in one SIMD hasher.
+
+// chunkCut is a range of scanned, untiered events that is one chunk.
+type chunkCut struct {
+	first, next         uint64 // offsets [first, next)
+	bytes               int64  // encoded size
+	firstTime, lastTime time.Time
+}
+
+func (c chunkCut) empty() bool { return c.next == c.first }
+
+// count adds one scanned event of encoded size sz, appended at at, to the
+// segment's cuts: it goes into the open cut unless that would pass
+// max_chunk_bytes, in which case the open cut is complete and a new one
+// starts with it. A single event larger than the limit is a chunk alone.
+func (t *Tierer) count(seg *segState, off uint64, at time.Time, sz int64) {
+	if !seg.open.empty() && seg.open.bytes+sz > t.cfg.MaxChunkBytes {
+		seg.cuts = append(seg.cuts, seg.open)
+		seg.open = chunkCut{first: off, next: off}
+	}
+	if seg.open.empty() {
+		seg.open.first, seg.open.firstTime = off, at
+	}
+	seg.open.next = off + 1
+	seg.open.bytes += sz
+	seg.open.lastTime = at
+}
+
+// resetCuts forgets the scan's cuts: the range from the tiered offset is
+// counted again by the next scan.
+func (seg *segState) resetCuts() {
+	seg.cuts = nil
+	seg.open = chunkCut{first: seg.rec.Tiered, next: seg.rec.Tiered}
+	seg.scanned, seg.pending, seg.oldest = seg.rec.Tiered, 0, time.Time{}
+}
+
+// sealable returns the cuts to seal now, at most max: the complete ones,
+// and the open one if it is full or its oldest event reached the lag
+// ceiling.
+func (t *Tierer) sealable(seg *segState, now time.Time, max int) []chunkCut {
+	out := seg.cuts[:min(len(seg.cuts), max)]
+	if len(out) < max && len(out) == len(seg.cuts) && !seg.open.empty() &&
+		(seg.open.bytes >= t.cfg.MaxChunkBytes || now.Sub(seg.open.firstTime) >= t.cfg.sealAge()) {
+		out = append(slices.Clip(out), seg.open)
+	}
+	return out
+}
+
+// sealGroup builds, uploads and commits cuts (consecutive, starting at the
+// segment's tiered offset), then truncates tier 1. When some chunk fails,
+// the ones before it are still committed, and the error is returned.
+func (t *Tierer) sealGroup(ctx context.Context, ss *streamState, seg *segState, cuts []chunkCut) error {
+	recs := make([]ChunkRecord, len(cuts))
+	keys := make([]string, len(cuts))
+	for i, c := range cuts {
+		recs[i] = ChunkRecord{Segment: seg.id, FirstOffset: c.first, LastOffset: c.next - 1, FirstTime: c.firstTime, LastTime: c.lastTime}
+		recs[i].Name = ChunkName(ss.enc, c.first, c.next-1)
+		recs[i].Key = PrefixedObjectKey(ss.prefix, ss.tenant, ss.name, seg.id, recs[i].Name)
+		keys[i] = recs[i].Key
+	}
+	if err := t.recordIntents(ctx, ss, seg, keys); err != nil {
+		return err
+	}
+
+	start := time.Now()
+	errs := make([]error, len(cuts))
+	var wg sync.WaitGroup
+	for i := range cuts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = t.buildChunk(ctx, ss, seg, cuts[i], &recs[i])
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for ok < len(cuts) && errs[ok] == nil {
+		ok++
+	}
+	if ok > 0 {
+		t.m.uploadSeconds.Observe(time.Since(start).Seconds())
+		if err := t.commitChunks(ctx, ss, seg, recs[:ok], keys[ok:]); err != nil {
+			return err
+		}
+	}
+	if ok < len(cuts) {
+		return errs[ok]
+	}
+	return nil
+}
+
+// recordIntents deletes objects that earlier, interrupted uploads left
+// under keys not being uploaded again, then commits keys as the segment's
+// upload intent before any of them is written.
+func (t *Tierer) recordIntents(ctx context.Context, ss *streamState, seg *segState, keys []string) error {
+	if slices.Equal(seg.intents, keys) {
+		return nil
+	}
+	for _, k := range seg.intents {
+		if slices.Contains(keys, k) {
+			continue
+		}
+		// An upload of a different range may have left an object
+		// behind; it must go before its intent is forgotten.
+		if err := t.be.Delete(ctx, k); err != nil {
+			return fmt.Errorf("delete interrupted upload %s: %w", k, err)
+		}
+	}
+	v, _ := json.Marshal(uploadIntent{Keys: keys})
+	if err := t.cat.Set(intentKey(ss.tenant, ss.name, seg.id), v); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	seg.intents = slices.Clone(keys)
+	t.mu.Unlock()
+	return nil
+}
+
+// commitChunks records sealed chunks and the segment's new tiered offset in
+// one synced batch; left are the keys of the group still not committed,
+// which stay the segment's intent.
+func (t *Tierer) commitChunks(ctx context.Context, ss *streamState, seg *segState, recs []ChunkRecord, left []string) error {
+	if t.hooks.beforeCommit != nil {
+		if err := t.hooks.beforeCommit(); err != nil {
+			return err
+		}
+	}
+	now := t.now()
+	rec := seg.rec
+	set := make(map[string][]byte, len(recs)+2)
+	var bytes int64
+	for i := range recs {
+		recs[i].Sealed = now.UTC()
+		cv, _ := json.Marshal(recs[i])
+		set[chunkKey(ss.tenant, ss.name, seg.id, recs[i].FirstOffset)] = cv
+		bytes += recs[i].Size
+	}
+	last := recs[len(recs)-1]
+	rec.Tiered, rec.Chunks, rec.Bytes, rec.LastSeal = last.LastOffset+1, rec.Chunks+len(recs), rec.Bytes+bytes, now.UTC()
+	sv, _ := json.Marshal(rec)
+	set[segmentKey(ss.tenant, ss.name, seg.id)] = sv
+	var del []string
+	if len(left) == 0 {
+		del = []string{intentKey(ss.tenant, ss.name, seg.id)}
+	} else {
+		iv, _ := json.Marshal(uploadIntent{Keys: left})
+		set[intentKey(ss.tenant, ss.name, seg.id)] = iv
+	}
+	if err := t.cat.Commit(set, del); err != nil {
+		return fmt.Errorf("commit chunk %s: %w", recs[0].Key, err)
+	}
+	ss.manifestDirty = true
+	ss.chunkChanges += len(recs)
+
+	t.mu.Lock()
+	seg.rec = rec
+	seg.pending -= bytes
+	seg.intents = slices.Clone(left)
+	for len(seg.cuts) > 0 && seg.cuts[0].next <= rec.Tiered {
+		seg.cuts = seg.cuts[1:]
+	}
+	if !seg.open.empty() && seg.open.next <= rec.Tiered {
+		seg.open = chunkCut{first: rec.Tiered, next: rec.Tiered}
+	}
+	switch {
+	case len(seg.cuts) > 0:
+		seg.oldest = seg.cuts[0].firstTime
+	case !seg.open.empty():
+		seg.oldest = seg.open.firstTime
+	default:
+		seg.oldest = time.Time{}
+	}
+	seg.failures, seg.lastErr, seg.retryAt = 0, nil, time.Time{}
+	t.mu.Unlock()
+	t.m.chunks.Add(float64(len(recs)))
+	t.m.bytes.Add(float64(bytes))
+	for _, c := range recs {
+		t.m.visibility.Observe(now.Sub(c.FirstTime).Seconds())
+	}
+
+	// Truncation can only drop what is now safe in tier 2; if it fails,
+	// the next group's truncation (or the next start) catches up.
+	if err := t.store.TruncateBefore(ss.tenant, ss.name, seg.id, rec.Tiered); err != nil && !errors.Is(err, core.ErrNotFound) {
+		t.log.Warn("truncate tier 1 after tiering", zap.String("stream", ss.tenant+"/"+ss.name), zap.String("segment", seg.id), zap.Error(err))
+	}
+	return nil
+}
+
+// pieceBytes is how much encoded data a chunk build hands to the backend
+// and the hashes at a time.
+const pieceBytes = 1 << 20
+
+// buildChunk streams cut's events from tier 1 into a new tier-2 object
+// under c.Key, encoding them in pieces that go to the backend, MD5 and
+// CRC32C in turn, and fills in c's size, event count and checksums once
+// the backend confirmed the object durable.
+func (t *Tierer) buildChunk(ctx context.Context, ss *streamState, seg *segState, cut chunkCut, c *ChunkRecord) error {
+	select {
+	case t.slots <- struct{}{}:
+		defer func() { <-t.slots }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	w, err := t.be.Create(ctx, c.Key)
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", c.Key, err)
+	}
+	h := t.md5.NewHash()
+	defer h.Close()
+	bp, _ := t.bufs.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, 0, pieceBytes)
+		bp = &b
+	}
+	defer t.bufs.Put(bp)
+	s := &chunkSink{w: w, md5: h, buf: (*bp)[:0]}
+	next := cut.first
+	err = t.store.Scan(ctx, ss.tenant, ss.name, seg.id, cut.first, cut.next, func(first uint64, _ time.Time, events [][]byte) error {
+		if first != next {
+			return fmt.Errorf("tier 1 passed offset %d, expected %d", first, next)
+		}
+		for _, e := range events {
+			if err := s.add(ss.enc, e); err != nil {
+				return err
+			}
+		}
+		next += uint64(len(events))
+		return nil
+	})
+	if err == nil && next != cut.next {
+		err = fmt.Errorf("tier 1 ended at offset %d, before the scanned offset %d", next, cut.next)
+	}
+	if err == nil {
+		err = s.flush()
+	}
+	*bp = s.buf[:0]
+	if err == nil && s.size != cut.bytes {
+		err = fmt.Errorf("encoded %d bytes of [%d, %d), the scan counted %d", s.size, cut.first, cut.next, cut.bytes)
+	}
+	if err != nil {
+		w.Abort()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("upload %s from tier 1: %w", c.Key, err)
+	}
+	if err := w.Finish(); err != nil {
+		w.Abort()
+		return fmt.Errorf("upload %s: %w", c.Key, err)
+	}
+	c.Size = s.size
+	c.Events = int(cut.next - cut.first)
+	c.MD5 = hex.EncodeToString(h.Sum(nil))
+	c.CRC32C = s.crc
+	return nil
+}
+
+// chunkSink encodes events into pieces and writes each piece to the
+// upload and both checksums.
+type chunkSink struct {
+	w    Writer
+	md5  hash.Hash
+	crc  uint32
+	size int64
+	buf  []byte
+}
+
+// add appends one encoded event. One larger than a piece is written
+// straight from tier 1's buffer instead of being copied into one.
+func (s *chunkSink) add(enc core.Encoding, e []byte) error {
+	n := int(encodedSize(enc, len(e)))
+	if len(s.buf)+n <= cap(s.buf) {
+		s.buf = core.Encode(enc, s.buf, e)
+		return nil
+	}
+	if err := s.flush(); err != nil {
+		return err
+	}
+	if n <= cap(s.buf) {
+		s.buf = core.Encode(enc, s.buf, e)
+		return nil
+	}
+	if enc == core.EncodingFramed {
+		var hdr [4]byte
+		binary.BigEndian.PutUint32(hdr[:], uint32(len(e)))
+		if err := s.write(hdr[:]); err != nil {
+			return err
+		}
+		return s.write(e)
+	}
+	if err := s.write(e); err != nil {
+		return err
+	}
+	return s.write([]byte{'\n'})
+}
+
+func (s *chunkSink) flush() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	err := s.write(s.buf)
+	s.buf = s.buf[:0]
+	return err
+}
+
+func (s *chunkSink) write(p []byte) error {
+	if _, err := s.w.Write(p); err != nil {
+		return err
+	}
+	s.md5.Write(p)
+	s.crc = crc32.Update(s.crc, castagnoli, p)
+	s.size += int64(len(p))
+	return nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)

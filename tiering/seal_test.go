@@ -1,0 +1,234 @@
+package tiering
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"hash/crc32"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/silt-io/silt/core"
+)
+
+// keyFaultBackend (fault injection) fails the Finish of chosen chunk
+// uploads, by the chunk's first offset in its name, once each.
+type keyFaultBackend struct {
+	Backend
+	mu   sync.Mutex
+	fail map[string]bool // name prefix (first offset) -> fail next Finish
+}
+
+func (b *keyFaultBackend) Create(ctx context.Context, key string) (Writer, error) {
+	w, err := b.Backend.Create(ctx, key)
+	if err != nil || isManifest(key) {
+		return w, err
+	}
+	return &keyFaultWriter{Writer: w, b: b, key: key}, nil
+}
+
+type keyFaultWriter struct {
+	Writer
+	b   *keyFaultBackend
+	key string
+}
+
+func (w *keyFaultWriter) Finish() error {
+	w.b.mu.Lock()
+	var hit bool
+	for first, on := range w.b.fail {
+		if on && strings.Contains(w.key, "/"+first+"-") {
+			hit = true
+			w.b.fail[first] = false
+		}
+	}
+	w.b.mu.Unlock()
+	if hit {
+		w.Writer.Abort()
+		return errInjected
+	}
+	return w.Writer.Finish()
+}
+
+// intentKeys returns the upload intent the catalog holds for a segment.
+func (e *env) intentKeys(tenant, stream, seg string) []string {
+	e.t.Helper()
+	var in uploadIntent
+	if _, err := getJSON(e.store.Catalog(), intentKey(tenant, stream, seg), &in); err != nil {
+		e.t.Fatal(err)
+	}
+	return in.keys()
+}
+
+// A backlog of full chunks is sealed as a group. When one chunk of the
+// group fails, the chunks before it are committed, the failed one and
+// those after it stay in the intent (the ones after it were uploaded, but
+// nothing names them), and the retry — in this run or after a restart —
+// tiers the rest exactly once.
+func TestGroupCommitsPrefixOnFailure(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		name := "retry"
+		if restart {
+			name = "restart"
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.ChunksInFlight = 4
+			e := newEnv(t, cfg)
+			kb := &keyFaultBackend{Backend: e.fs, fail: map[string]bool{"00000000000000000020": true}}
+			e.be = kb
+			e.restart()
+			e.createStream("acme", "s", core.EncodingLines, 1)
+			evs := events("e", 100, 99) // 10 full chunks of 10 events
+			for i := 0; i < len(evs); i += 10 {
+				e.append("acme", "s", "0", evs[i:i+10]...)
+			}
+			e.scan()
+			cs := e.chunks("acme", "s", "0")
+			if len(cs) != 2 || cs[1].LastOffset != 19 {
+				t.Fatalf("after the failing group: %d chunks %+v, want the 2 before the failure", len(cs), cs)
+			}
+			keys := e.intentKeys("acme", "s", "0")
+			if len(keys) != 2 || !strings.Contains(keys[0], "/00000000000000000020-") || !strings.Contains(keys[1], "/00000000000000000030-") {
+				t.Fatalf("intent after the failure = %v, want the failed chunk and the one after it", keys)
+			}
+			st, _ := e.tr.Status("acme", "s")
+			if s := st.Segments[0]; s.TieredOffset != 20 || s.LastError == "" || s.PendingBytes != 8000 {
+				t.Fatalf("status after the failure %+v", s)
+			}
+			if info := e.segInfo("acme", "s", "0"); info.FirstOffset > 20 {
+				t.Fatalf("tier 1 truncated to %d, above the committed offset 20", info.FirstOffset)
+			}
+			if restart {
+				e.restart()
+				// The recovery removed every object the intent named.
+				if objs, _ := e.fs.List(context.Background(), "acme/s/"); len(objs) != 2+countManifests(objs) {
+					t.Fatalf("after restart tier 2 holds %v", objs)
+				}
+			}
+			e.clock.Advance(time.Hour)
+			for i := 0; i < 3; i++ {
+				e.scan()
+			}
+			if got, want := e.tier2Bytes("acme", "s", "0"), encodeAll(core.EncodingLines, evs); !bytes.Equal(got, want) {
+				t.Fatalf("tier 2 holds %d bytes, want %d", len(got), len(want))
+			}
+			if cs := e.chunks("acme", "s", "0"); len(cs) != 10 {
+				t.Fatalf("%d chunks, want 10", len(cs))
+			}
+			if keys := e.intentKeys("acme", "s", "0"); len(keys) != 0 {
+				t.Fatalf("intent left after everything committed: %v", keys)
+			}
+			e.checkNoOrphans("acme/s/")
+		})
+	}
+}
+
+func countManifests(keys []string) int {
+	n := 0
+	for _, k := range keys {
+		if isManifest(k) {
+			n++
+		}
+	}
+	return n
+}
+
+// One segment's backlog uploads chunks_in_flight chunks at once.
+func TestSegmentBacklogUploadsInParallel(t *testing.T) {
+	const delay = 100 * time.Millisecond
+	cfg := testConfig()
+	cfg.ChunksInFlight = 4
+	e := newEnv(t, cfg)
+	sb := &slowFinishBackend{Backend: e.fs, delay: delay}
+	e.be = sb
+	e.restart()
+	e.createStream("acme", "s", core.EncodingFramed, 1)
+	evs := events("e", 80, 96) // 100 encoded bytes each: 8 full chunks
+	e.append("acme", "s", "0", evs...)
+	start := time.Now()
+	e.scan()
+	took := time.Since(start)
+	if cs := e.chunks("acme", "s", "0"); len(cs) != 8 {
+		t.Fatalf("%d chunks after one pass, want 8", len(cs))
+	}
+	if got := int(sb.maxNow.Load()); got != 4 {
+		t.Fatalf("at most %d uploads at once, want 4", got)
+	}
+	if took < 2*delay || took > 5*delay {
+		t.Fatalf("pass took %v; want about 2 upload times (%v each)", took, delay)
+	}
+	if got, want := e.tier2Bytes("acme", "s", "0"), encodeAll(core.EncodingFramed, evs); !bytes.Equal(got, want) {
+		t.Fatalf("tier 2 holds %d bytes, want %d", len(got), len(want))
+	}
+}
+
+// Events larger than a build's piece are written straight through, and the
+// chunk's bytes and checksums are still exactly the encoding.
+func TestChunkOfEventsLargerThanAPiece(t *testing.T) {
+	for _, enc := range []core.Encoding{core.EncodingLines, core.EncodingFramed} {
+		t.Run(string(enc), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.MaxChunkBytes = 4 << 20
+			cfg.MaxBacklogBytes = 64 << 20
+			e := newEnv(t, cfg)
+			e.createStream("acme", "s", enc, 1)
+			big := strings.Repeat("b", 1<<20) // a piece plus its framing
+			evs := []string{"small", big, "x", big, big, big, "tail"}
+			for _, ev := range evs {
+				e.append("acme", "s", "0", ev)
+			}
+			e.clock.Advance(time.Hour)
+			e.scan()
+			e.scan()
+			want := encodeAll(enc, evs)
+			if got := e.tier2Bytes("acme", "s", "0"); !bytes.Equal(got, want) {
+				t.Fatalf("tier 2 holds %d bytes, want %d", len(got), len(want))
+			}
+			cs := e.chunks("acme", "s", "0")
+			if len(cs) != 2 {
+				t.Fatalf("%d chunks, want 2 (4 MiB limit): %+v", len(cs), cs)
+			}
+			off := 0
+			for _, c := range cs {
+				data := want[off : off+int(c.Size)]
+				off += int(c.Size)
+				sum := md5.Sum(data)
+				if c.MD5 != hex.EncodeToString(sum[:]) || c.CRC32C != crc32.Checksum(data, castagnoli) {
+					t.Fatalf("chunk %s: md5 %s crc %08x, want %x %08x", c.Name, c.MD5, c.CRC32C, sum, crc32.Checksum(data, castagnoli))
+				}
+			}
+		})
+	}
+}
+
+// An intent written in the one-key form (before uploads went in groups)
+// still has its object removed at start.
+func TestSingleKeyIntentRecovered(t *testing.T) {
+	e := newEnv(t, testConfig())
+	e.createStream("acme", "s", core.EncodingLines, 1)
+	key := PrefixedObjectKey("", "acme", "s", "0", ChunkName(core.EncodingLines, 0, 9))
+	w, err := e.fs.Create(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("left behind\n"))
+	if err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := json.Marshal(map[string]string{"key": key})
+	if err := e.store.Catalog().Set(intentKey("acme", "s", "0"), v); err != nil {
+		t.Fatal(err)
+	}
+	e.restart()
+	if _, err := e.fs.Stat(context.Background(), key); err == nil {
+		t.Fatalf("%s survived the restart", key)
+	}
+	if keys := e.intentKeys("acme", "s", "0"); len(keys) != 0 {
+		t.Fatalf("intent survived the restart: %v", keys)
+	}
+}
