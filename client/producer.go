@@ -28,11 +28,27 @@ type ProducerOptions struct {
 	// MaxInflight is the most events sent to Send but not yet
 	// acknowledged; Send blocks beyond it (default 10 × MaxBatchEvents).
 	MaxInflight int
+	// DeliveryTimeout bounds how long a batch is retried after transient
+	// failures (a server refusing appends with 503 while its tier-2
+	// backlog is full, an unreachable server): a batch not acknowledged
+	// this long after its first attempt fails with ErrDeliveryTimeout,
+	// wrapping the last error. 0 retries until Close gives up.
+	DeliveryTimeout time.Duration
+	// OnRetry, when set, is called before a batch is retried, with the
+	// error of the failed attempt, its number and the wait before the
+	// next one, so that a program can tell its user why it is waiting. It
+	// must not block.
+	OnRetry func(err error, attempt int, wait time.Duration)
 }
 
 // ErrProducerClosed is returned by Send after Close, and resolves the
 // futures of events that Close gave up on.
 var ErrProducerClosed = errors.New("client: producer closed")
+
+// ErrDeliveryTimeout resolves the futures of a batch that was retried for
+// ProducerOptions.DeliveryTimeout without an acknowledgement. Whether its
+// last attempt was stored is unknown.
+var ErrDeliveryTimeout = errors.New("client: batch not acknowledged within the delivery timeout")
 
 // Ack says where an event was stored.
 type Ack struct {
@@ -119,7 +135,7 @@ func (c *Client) NewProducer(tenant, stream string, opts ProducerOptions) (*Prod
 	if opts.MaxInflight == 0 {
 		opts.MaxInflight = 10 * opts.MaxBatchEvents
 	}
-	if opts.MaxBatchEvents < 0 || opts.MaxBatchBytes < 0 || opts.Linger < 0 || opts.MaxInflight < 0 {
+	if opts.MaxBatchEvents < 0 || opts.MaxBatchBytes < 0 || opts.Linger < 0 || opts.MaxInflight < 0 || opts.DeliveryTimeout < 0 {
 		return nil, errors.New("client: producer options must not be negative")
 	}
 	if opts.WriterID == "" {
@@ -350,12 +366,21 @@ func (q *segmentQueue) send(batch []record) {
 		res AppendResult
 		err error
 	)
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		res, err = p.c.Append(p.abort, p.tenant, p.stream, events, opts)
 		if err == nil || !retryable(err) {
 			break
 		}
-		if sleep(p.abort, p.c.retry.delay(attempt)) != nil {
+		wait := p.c.retry.delay(attempt)
+		if t := p.opts.DeliveryTimeout; t > 0 && time.Since(start)+wait > t {
+			err = fmt.Errorf("%w (%s, %d attempts): %w", ErrDeliveryTimeout, t, attempt, err)
+			break
+		}
+		if p.opts.OnRetry != nil {
+			p.opts.OnRetry(err, attempt, wait)
+		}
+		if sleep(p.abort, wait) != nil {
 			err = fmt.Errorf("%w: %w", ErrProducerClosed, err)
 			break
 		}

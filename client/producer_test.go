@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -295,5 +296,63 @@ func TestKeylessEventsSpread(t *testing.T) {
 	}
 	if total != 300 {
 		t.Fatalf("stored %d events, want 300", total)
+	}
+}
+
+// A server that keeps refusing appends with 503 (a full tier-2 backlog):
+// the batch is retried, OnRetry reports each retry, and after
+// DeliveryTimeout its events fail with ErrDeliveryTimeout wrapping the
+// server's answer, instead of the producer waiting forever.
+func TestProducerDeliveryTimeout(t *testing.T) {
+	var refused atomic.Int64
+	s := newServer(t, serverOptions{wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if isAppend(r) {
+				refused.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				w.Write([]byte(`{"error":{"code":"unavailable","message":"tier-2 backlog full"}}`))
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	c := s.client(t)
+	ctx := t.Context()
+	c.CreateTenant(ctx, "acme", nil)
+	c.CreateStream(ctx, "acme", StreamSpec{Name: "logs"})
+	var retries atomic.Int64
+	p, err := c.NewProducer("acme", "logs", ProducerOptions{
+		DeliveryTimeout: 300 * time.Millisecond,
+		OnRetry: func(err error, attempt int, wait time.Duration) {
+			if !IsUnavailable(err) || attempt < 1 || wait <= 0 {
+				t.Errorf("OnRetry(%v, %d, %v)", err, attempt, wait)
+			}
+			retries.Add(1)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	f, err := p.Send(ctx, "", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Wait(ctx)
+	if !errors.Is(err, ErrDeliveryTimeout) || !IsUnavailable(err) {
+		t.Fatalf("event under a refusing server: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("gave up after %v, delivery timeout 300ms", took)
+	}
+	if retries.Load() == 0 || refused.Load() < retries.Load() {
+		t.Fatalf("%d retries reported, %d appends refused", retries.Load(), refused.Load())
+	}
+	if err := p.Close(ctx); !errors.Is(err, ErrDeliveryTimeout) {
+		t.Fatalf("Close after the failed batch: %v", err)
+	}
+	if _, err := c.NewProducer("acme", "logs", ProducerOptions{DeliveryTimeout: -1}); err == nil {
+		t.Fatal("negative delivery timeout accepted")
 	}
 }

@@ -25,6 +25,7 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	key := c.fs.StringP("key", "k", "", "routing key: events with one key keep their order (default: spread over segments)")
 	input := c.fs.String("input", "lines", "how the input splits into events: lines, framed or whole")
 	progress := c.fs.Bool("progress", isTerminal(stderr), "show progress on stderr (default: when stderr is a terminal)")
+	deliveryTimeout := c.fs.Duration("delivery-timeout", 2*time.Minute, "give up on a batch the server has not acknowledged after this long of retrying (503 while tier 2 is backed up, server unreachable); 0 retries until interrupted")
 	rest, err := c.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -55,7 +56,10 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	prod, err := cl.NewProducer(tenant, stream, client.ProducerOptions{})
+	prod, err := cl.NewProducer(tenant, stream, client.ProducerOptions{
+		DeliveryTimeout: *deliveryTimeout,
+		OnRetry:         retryNotice(stderr, 5*time.Second),
+	})
 	if err != nil {
 		return err
 	}
@@ -116,6 +120,24 @@ func runAppend(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "appended %d events to %s/%s\n", acked, tenant, stream)
 	return nil
+}
+
+// retryNotice returns a Producer retry callback that tells the user, at
+// most once per interval, why the append is waiting: without it a server
+// refusing appends (503 while its tier-2 backlog is full) looks like a hang.
+func retryNotice(w io.Writer, every time.Duration) func(error, int, time.Duration) {
+	var (
+		mu   sync.Mutex
+		last time.Time
+	)
+	return func(err error, attempt int, wait time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); now.Sub(last) >= every {
+			last = now
+			fmt.Fprintf(w, "silt append: not acknowledged yet (attempt %d: %v); retrying in %s\n", attempt, err, wait.Round(time.Millisecond))
+		}
+	}
 }
 
 func splitter(kind string) (func(r *bufio.Reader, fn func([]byte) error) error, error) {
