@@ -27,12 +27,15 @@ type Config struct {
 	// and no renewal takes it past the lifetime.
 	TokenRenewInterval time.Duration `koanf:"token_renew_interval" help:"a delegation token expires unless renewed within this interval"`
 	TokenMaxLifetime   time.Duration `koanf:"token_max_lifetime" help:"no renewal extends a delegation token past this lifetime from its issue"`
+	// TokenMaxPerPrincipal bounds the live delegation tokens one
+	// principal holds; each is kept until it lapses or is cancelled.
+	TokenMaxPerPrincipal int `koanf:"token_max_per_principal" help:"live delegation tokens one principal may hold (0: no limit); beyond it GETDELEGATIONTOKEN is refused"`
 }
 
 // DefaultConfig returns the embedded defaults.
 func DefaultConfig() Config {
 	return Config{Listen: "127.0.0.1:9870", BlockSize: 134217728, RedirectTTL: time.Hour,
-		TokenRenewInterval: 24 * time.Hour, TokenMaxLifetime: 7 * 24 * time.Hour}
+		TokenRenewInterval: 24 * time.Hour, TokenMaxLifetime: 7 * 24 * time.Hour, TokenMaxPerPrincipal: 10000}
 }
 
 // Validate checks the config.
@@ -52,6 +55,9 @@ func (c Config) Validate() error {
 	// be born expired.
 	if c.TokenRenewInterval < time.Millisecond || c.TokenMaxLifetime < time.Millisecond {
 		return fmt.Errorf("webhdfs: token_renew_interval and token_max_lifetime must be at least 1ms")
+	}
+	if c.TokenMaxPerPrincipal < 0 {
+		return fmt.Errorf("webhdfs: token_max_per_principal must not be negative (0 means no limit)")
 	}
 	return nil
 }

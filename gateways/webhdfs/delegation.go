@@ -107,7 +107,12 @@ func (h *handler) delegationToken() error {
 		// filesystem; others get the address they reached.
 		service = h.r.Host
 	}
-	id, pw, err := h.s.dt.issue(h.principal.Name, renewer, h.s.now(), h.s.cfg.TokenRenewInterval, h.s.cfg.TokenMaxLifetime)
+	id, pw, err := h.s.dt.issue(h.principal.Name, renewer, h.s.now(), h.s.cfg.TokenRenewInterval, h.s.cfg.TokenMaxLifetime, h.s.cfg.TokenMaxPerPrincipal)
+	if errors.Is(err, ErrTooManyTokens) {
+		// An IOException, which a NameNode sends as 403: Hadoop's client
+		// rethrows it with the message.
+		return &remoteError{http.StatusForbidden, "IOException", "java.io.IOException", strings.TrimPrefix(err.Error(), "webhdfs: ")}
+	}
 	if err != nil {
 		return err
 	}

@@ -337,10 +337,34 @@ func TestDelegationTokenDisabled(t *testing.T) {
 	wantRemote(t, resp, b, 400, "IllegalArgumentException", iaeClass)
 }
 
+// A principal at webhdfs.token_max_per_principal live tokens is refused
+// another, as an IOException (403), until one is cancelled or lapses;
+// other principals are not affected.
+func TestDelegationTokenPerPrincipalLimit(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TokenMaxPerPrincipal = 2
+	e := newTestEnv(t, cfg)
+	first, _, _ := e.getToken("alice", "")
+	e.getToken("alice", "")
+	resp, b := e.get("alice", "/webhdfs/v1/?op=GETDELEGATIONTOKEN")
+	wantRemote(t, resp, b, 403, "IOException", "java.io.IOException")
+	if !strings.Contains(string(b), "token_max_per_principal") {
+		t.Fatalf("refusal does not name the limit: %s", b)
+	}
+	e.getToken("bob", "") // another principal's count is its own
+	if resp, b := e.cancel("alice", first); resp.StatusCode != 200 {
+		t.Fatalf("cancel: %d %s", resp.StatusCode, b)
+	}
+	e.getToken("alice", "") // room again after a cancellation
+	e.skew = 24*time.Hour + time.Second
+	e.getToken("alice", "") // and after the others lapsed
+}
+
 func TestTokenConfig(t *testing.T) {
 	for name, mod := range map[string]func(*Config){
-		"zero renew": func(c *Config) { c.TokenRenewInterval = 0 },
-		"zero max":   func(c *Config) { c.TokenMaxLifetime = 0 },
+		"zero renew":                   func(c *Config) { c.TokenRenewInterval = 0 },
+		"zero max":                     func(c *Config) { c.TokenMaxLifetime = 0 },
+		"negative per-principal limit": func(c *Config) { c.TokenMaxPerPrincipal = -1 },
 	} {
 		c := DefaultConfig()
 		mod(&c)

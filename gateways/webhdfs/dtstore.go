@@ -115,20 +115,33 @@ func dtKey(seq int32) string { return fmt.Sprintf("%s%010d", dtPrefix, seq) }
 
 func passwordHash(pw []byte) []byte { h := sha256.Sum256(pw); return h[:] }
 
+// ErrTooManyTokens refuses a token to a principal that holds its limit of
+// live ones.
+var ErrTooManyTokens = errors.New("webhdfs: too many delegation tokens")
+
 // issue creates a token for owner that renewer may renew, valid for
-// renew (until renewed) and at most maxLife.
-func (ts *TokenStore) issue(owner, renewer string, now time.Time, renew, maxLife time.Duration) (tokenIdent, []byte, error) {
+// renew (until renewed) and at most maxLife. An owner holding maxPerOwner
+// live tokens (0: no limit) gets ErrTooManyTokens: every token is kept in
+// memory and the catalog until it lapses, so a job that fetches one per
+// task must not grow them without bound.
+func (ts *TokenStore) issue(owner, renewer string, now time.Time, renew, maxLife time.Duration, maxPerOwner int) (tokenIdent, []byte, error) {
 	ts.writeMu.Lock()
 	defer ts.writeMu.Unlock()
 	ts.mu.RLock()
 	seq := ts.mu.next
 	var expired []string
+	held := 0
 	for s, e := range ts.mu.tokens {
 		if e.rec.Expiry <= now.UnixMilli() {
 			expired = append(expired, dtKey(s))
+		} else if e.ident.owner == owner {
+			held++
 		}
 	}
 	ts.mu.RUnlock()
+	if maxPerOwner > 0 && held >= maxPerOwner {
+		return tokenIdent{}, nil, fmt.Errorf("%w: %s holds %d live delegation tokens, the limit (webhdfs.token_max_per_principal); cancel unused ones (op=CANCELDELEGATIONTOKEN) or let them lapse", ErrTooManyTokens, owner, held)
+	}
 	if seq == 1<<31-1 {
 		return tokenIdent{}, nil, errors.New("webhdfs: delegation token sequence numbers exhausted")
 	}
