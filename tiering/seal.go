@@ -1,6 +1,7 @@
 package tiering
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,7 +11,6 @@ import (
 	"hash"
 	"hash/crc32"
 	"slices"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -55,14 +55,6 @@ func (t *Tierer) count(seg *segState, off uint64, at time.Time, sz int64) {
 	seg.open.lastTime = at
 }
 
-// resetCuts forgets the scan's cuts: the range from the tiered offset is
-// counted again by the next scan.
-func (seg *segState) resetCuts() {
-	seg.cuts = nil
-	seg.open = chunkCut{first: seg.rec.Tiered, next: seg.rec.Tiered}
-	seg.scanned, seg.pending, seg.oldest = seg.rec.Tiered, 0, time.Time{}
-}
-
 // sealable returns the cuts to seal now, at most max: the complete ones,
 // and the open one if it is full or its oldest event reached the lag
 // ceiling.
@@ -75,10 +67,15 @@ func (t *Tierer) sealable(seg *segState, now time.Time, max int) []chunkCut {
 	return out
 }
 
-// sealGroup builds, uploads and commits cuts (consecutive, starting at the
-// segment's tiered offset), then truncates tier 1. When some chunk fails,
-// the ones before it are still committed, and the error is returned.
-func (t *Tierer) sealGroup(ctx context.Context, ss *streamState, seg *segState, cuts []chunkCut) error {
+// sealRun builds, uploads and commits cuts (consecutive, starting at the
+// segment's tiered offset) through a window of chunks_in_flight builds:
+// as soon as the builds from the tiered offset on have finished, they are
+// committed (with the intent for the builds started next) in one synced
+// batch and tier 1 is truncated, while the builds behind them go on, so
+// that the disk syncs one chunk while the CPU encodes and hashes the
+// next. When a build fails, no more are started, the finished ones before
+// it are still committed, and its error is returned.
+func (t *Tierer) sealRun(ctx context.Context, ss *streamState, seg *segState, cuts []chunkCut) error {
 	recs := make([]ChunkRecord, len(cuts))
 	keys := make([]string, len(cuts))
 	for i, c := range cuts {
@@ -87,33 +84,65 @@ func (t *Tierer) sealGroup(ctx context.Context, ss *streamState, seg *segState, 
 		recs[i].Key = PrefixedObjectKey(ss.prefix, ss.tenant, ss.name, seg.id, recs[i].Name)
 		keys[i] = recs[i].Key
 	}
-	if err := t.recordIntents(ctx, ss, seg, keys); err != nil {
+	window := t.cfg.ChunksInFlight
+	launch := min(len(cuts), window)
+	if err := t.recordIntents(ctx, ss, seg, keys[:launch]); err != nil {
 		return err
 	}
-
-	start := time.Now()
+	type result struct {
+		i   int
+		err error
+	}
+	results := make(chan result, len(cuts))
+	finished := make([]bool, len(cuts))
 	errs := make([]error, len(cuts))
-	var wg sync.WaitGroup
-	for i := range cuts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = t.buildChunk(ctx, ss, seg, cuts[i], &recs[i])
-		}()
-	}
-	wg.Wait()
-	ok := 0
-	for ok < len(cuts) && errs[ok] == nil {
-		ok++
-	}
-	if ok > 0 {
-		t.m.uploadSeconds.Observe(time.Since(start).Seconds())
-		if err := t.commitChunks(ctx, ss, seg, recs[:ok], keys[ok:]); err != nil {
+	started, running, committed := 0, 0, 0
+	var failed error
+	for {
+		for ; started < launch; started++ {
+			running++
+			go func(i int) {
+				results <- result{i, t.buildChunk(ctx, ss, seg, cuts[i], &recs[i])}
+			}(started)
+		}
+		if running == 0 {
+			break
+		}
+		r := <-results
+		running--
+		finished[r.i], errs[r.i] = true, r.err
+		if r.err != nil && failed == nil {
+			failed = r.err
+		}
+		done := committed
+		for done < started && finished[done] && errs[done] == nil {
+			done++
+		}
+		if done == committed {
+			continue
+		}
+		if failed == nil {
+			launch = min(len(cuts), done+window)
+		}
+		// The batch that commits the finished prefix also names the
+		// builds about to start, so that none runs without an intent.
+		if err := t.commitChunks(ctx, ss, seg, recs[committed:done], keys[done:launch]); err != nil {
+			for running > 0 { // builds already running finish uncommitted
+				<-results
+				running--
+			}
 			return err
 		}
+		committed = done
 	}
-	if ok < len(cuts) {
-		return errs[ok]
+	if committed < len(cuts) {
+		// The first failure in offset order is what held the rest back.
+		for i := committed; i < started; i++ {
+			if errs[i] != nil {
+				return errs[i]
+			}
+		}
+		return cmp.Or(failed, ctx.Err(), fmt.Errorf("tiering: chunks from offset %d not committed", cuts[committed].first))
 	}
 	return nil
 }
@@ -146,8 +175,8 @@ func (t *Tierer) recordIntents(ctx context.Context, ss *streamState, seg *segSta
 }
 
 // commitChunks records sealed chunks and the segment's new tiered offset in
-// one synced batch; left are the keys of the group still not committed,
-// which stay the segment's intent.
+// one synced batch; left are the keys of uploads not committed (running,
+// about to start, or failed), which become the segment's intent.
 func (t *Tierer) commitChunks(ctx context.Context, ss *streamState, seg *segState, recs []ChunkRecord, left []string) error {
 	if t.hooks.beforeCommit != nil {
 		if err := t.hooks.beforeCommit(); err != nil {
@@ -230,6 +259,7 @@ func (t *Tierer) buildChunk(ctx context.Context, ss *streamState, seg *segState,
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	start := time.Now()
 	w, err := t.be.Create(ctx, c.Key)
 	if err != nil {
 		return fmt.Errorf("upload %s: %w", c.Key, err)
@@ -277,6 +307,7 @@ func (t *Tierer) buildChunk(ctx context.Context, ss *streamState, seg *segState,
 		w.Abort()
 		return fmt.Errorf("upload %s: %w", c.Key, err)
 	}
+	t.m.uploadSeconds.Observe(time.Since(start).Seconds())
 	c.Size = s.size
 	c.Events = int(cut.next - cut.first)
 	c.MD5 = hex.EncodeToString(h.Sum(nil))

@@ -437,8 +437,8 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 // Bounds on one scan's work per segment, so that one busy or far-behind
 // segment does not hold up the others past the lag ceiling.
 const (
-	maxScanBytesPerPass = 64 << 20
-	maxSealsPerPass     = 8
+	maxScanBytesPerPass = 128 << 20
+	maxSealsPerPass     = 16
 )
 
 // scanSegment counts what tier 1 holds beyond the scanned offset (at most
@@ -478,11 +478,11 @@ func (t *Tierer) scanSegment(ctx context.Context, ss *streamState, seg *segState
 		if now.Before(seg.retryAt) {
 			return false
 		}
-		cuts := t.sealable(seg, now, min(t.cfg.ChunksInFlight, maxSealsPerPass-sealed))
+		cuts := t.sealable(seg, now, maxSealsPerPass-sealed)
 		if len(cuts) == 0 {
 			return seg.scanned < info.NextOffset
 		}
-		if err := t.sealGroup(ctx, ss, seg, cuts); err != nil {
+		if err := t.sealRun(ctx, ss, seg, cuts); err != nil {
 			if ctx.Err() == nil {
 				t.fail(seg, err)
 			}

@@ -22,6 +22,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/silt-io/silt/core"
@@ -119,6 +120,7 @@ func throughputRounds(dir string, size int64, rounds int) error {
 			return err
 		}
 		os.RemoveAll(filepath.Join(dir, fmt.Sprint(r)))
+		syscall.Sync() // as above: the next round starts with the discards done
 		res = append(res, rr)
 	}
 	fmt.Printf("| round | bytes | copy + fsync | copy MB/s | tiering to fs (%d MiB chunks) | chunks | tiering MB/s | ÷ copy |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n", res[0].chunkBytes>>20)
@@ -163,7 +165,11 @@ func throughput(dir string, size int64, withProfile bool) (roundResult, error) {
 	if err != nil {
 		return roundResult{}, err
 	}
-	os.RemoveAll(copyDir)
+	// The copy stays until the round ends, and the journal is flushed
+	// first: freeing its blocks now would put their discards (this disk
+	// is mounted with -o discard) into the tiering's fsyncs.
+	defer os.RemoveAll(copyDir)
+	syscall.Sync()
 
 	be, err := tiering.OpenBackend(tcfg, filepath.Join(dir, "data"))
 	if err != nil {
