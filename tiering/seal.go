@@ -22,12 +22,13 @@ import (
 //
 // The scan (scanSegment) cuts the untiered range into chunks as it counts
 // it, so chunk boundaries are known before any chunk is built. A backlog of
-// several full chunks is then sealed as a group: the chunks of one group
+// several full chunks is then sealed through a window: that many chunks
 // are built and uploaded at once (each streamed from tier 1 to the backend
-// in pieces, hashed as it goes), and committed to the catalog together, in
-// offset order. That keeps a backlog from paying one chunk's upload
-// latency, fsync and catalog syncs after another, and lets the MD5s of the
-// group's chunks run side by side in one SIMD hasher.
+// in pieces, hashed as it goes), and the finished ones are committed to
+// the catalog in offset order while the next are built. That keeps a
+// backlog from paying one chunk's upload latency, fsync and catalog syncs
+// after another, and lets the MD5s of the chunks in flight run side by
+// side in one SIMD hasher.
 
 // chunkCut is a range of scanned, untiered events that is one chunk.
 type chunkCut struct {

@@ -11,12 +11,13 @@
 //
 // The upload protocol keeps tier 1 and tier 2 consistent across crashes:
 //
-//  1. commit an upload intent (the keys of a group of chunks) to the
-//     catalog;
-//  2. for each chunk at once: Backend.Create, write, Finish (durable,
-//     visible under the key);
-//  3. commit the chunk records and the segment's new tiered offset, and
-//     drop the intent, in one synced batch;
+//  1. commit an upload intent (the keys of the chunks about to be built)
+//     to the catalog;
+//  2. for each chunk in the window at once: Backend.Create, write, Finish
+//     (durable, visible under the key);
+//  3. commit the finished chunks' records and the segment's new tiered
+//     offset, and the intent of what is still in flight, in one synced
+//     batch;
 //  4. only then truncate tier-1 files wholly below the tiered offset.
 //
 // A crash before 3 leaves an intent: its objects are deleted at the next
