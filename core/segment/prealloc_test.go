@@ -154,3 +154,30 @@ func TestBufClasses(t *testing.T) {
 		t.Fatalf("size above maxPooled pooled in class %d", i)
 	}
 }
+
+// A log whose commits are large on average does not zero-fill ahead of its
+// occasional small commit either: the zeros would mostly be overwritten by
+// large commits, each refill costing a megabyte in some commit's sync.
+func TestNoZeroFillAmongLargeCommits(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	l, err := Open(Options{FS: fs, Dir: "/seg", FileBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		if _, err := l.Append(ctx, Batch{Events: [][]byte{bytes.Repeat([]byte("x"), 2*preallocMinCommit)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Append(ctx, Batch{Events: ev("small")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, data := fileSizes(t, fs)[fileName(0)], l.State().Bytes; got != data {
+		t.Fatalf("a small commit after large ones left a %d-byte file for %d bytes of data", got, data)
+	}
+	if got := readAll(t, l); len(got) != 5 || got[4] != "small" {
+		t.Fatalf("read %d events", len(got))
+	}
+}

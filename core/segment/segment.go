@@ -137,6 +137,10 @@ type Log struct {
 	// while no leader runs.
 	alloc int64
 
+	// avgCommit is a moving average of commit sizes, which decides whether
+	// the leader zero-fills ahead at all (Log.write). Owned by the leader.
+	avgCommit int64
+
 	// truncMu serializes TruncateBefore's checkpoint and removals.
 	truncMu sync.Mutex
 
