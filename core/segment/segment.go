@@ -282,6 +282,7 @@ func (l *Log) scanFile(first uint64, last bool) (*file, uint64, error) {
 	}
 	f := &file{first: first, name: name, r: r}
 	rd := record.NewReader(r, 0, size, l.opts.MaxRecordBytes+record.HeaderSize)
+	rd.ReadAhead(scanReadAhead) // one read per MiB, not two per record
 	off := first
 	lastIndexed := int64(-indexEvery)
 	for {
