@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"testing"
@@ -238,5 +240,25 @@ func TestSingleKeyIntentRecovered(t *testing.T) {
 	}
 	if keys := e.intentKeys("acme", "s", "0"); len(keys) != 0 {
 		t.Fatalf("intent survived the restart: %v", keys)
+	}
+}
+
+// Sealing runs under Go's execution tracer (what /debug/pprof/trace
+// starts on a live server): hashing code whose assembly breaks the
+// tracer's stack walk would crash the process here.
+func TestSealUnderExecutionTrace(t *testing.T) {
+	if err := trace.Start(io.Discard); err != nil {
+		t.Skipf("tracer already running: %v", err)
+	}
+	defer trace.Stop()
+	cfg := testConfig()
+	e := newEnv(t, cfg)
+	e.createStream("acme", "s", core.EncodingLines, 1)
+	evs := events("e", 200, 99)
+	e.append("acme", "s", "0", evs...)
+	e.scan()
+	e.scan()
+	if cs := e.chunks("acme", "s", "0"); len(cs) != 20 {
+		t.Fatalf("%d chunks, want 20", len(cs))
 	}
 }

@@ -40,7 +40,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	md5simd "github.com/minio/md5-simd"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -76,9 +75,6 @@ type Tierer struct {
 	// slots bounds the chunk builds in flight across all streams, which
 	// bounds the memory and backend connections of a backlog.
 	slots chan struct{}
-	// md5 hashes every chunk in flight in one SIMD server: a group's MD5s
-	// run side by side instead of one core's worth at a time.
-	md5   md5simd.Server
 	hooks struct {
 		beforeCommit func() error // tests: fail between upload and commit
 		// tests: fail between a retention commit and the object's deletion
@@ -143,7 +139,6 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	}
 	t := &Tierer{cfg: cfg, store: store, cat: store.Catalog(), be: be, log: o.Logger, now: o.Now, done: make(chan struct{})}
 	t.slots = make(chan struct{}, cfg.ChunksInFlight)
-	t.md5 = md5simd.NewServer()
 	t.mu.streams = map[string]*streamState{}
 	m, err := newMetrics(o.Registerer, t)
 	if err != nil {
@@ -154,7 +149,6 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	t.cancel = cancel
 	if err := t.recover(ctx); err != nil {
 		cancel()
-		t.md5.Close()
 		return nil, err
 	}
 	if o.manual {
@@ -170,7 +164,6 @@ func (t *Tierer) Close() error {
 	t.closeOnce.Do(func() {
 		t.cancel()
 		<-t.done
-		t.md5.Close()
 		t.m.unregister()
 	})
 	return nil
