@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"strconv"
 
 	"github.com/silt-io/silt/core"
@@ -85,7 +84,7 @@ func (s *Server) appendEvents(c *call) (op, error) {
 			s.met.appendedEvents.Add(float64(len(events)))
 			s.met.appendedBytes.Add(float64(n))
 		}
-		writeJSON(c.w, http.StatusOK, appendJSON{
+		writeAppendJSON(c.w, appendJSON{
 			Segment: ack.Segment, FirstOffset: ack.FirstOffset, Count: ack.Count, Duplicate: ack.Duplicate,
 		})
 		return nil
@@ -115,8 +114,7 @@ func (s *Server) readBatch(c *call, format bodyFormat) (events [][]byte, release
 	}
 	lift := c.bodyDeadline()
 	defer lift()
-	body := http.MaxBytesReader(c.w, c.r.Body, limit)
-	events, err = parseBody(format, body, batchLimits{
+	events, err = parseBody(format, c.body(limit), batchLimits{
 		maxEvent: s.limits.MaxEventBytes,
 		maxBatch: s.limits.MaxBatchBytes,
 		hold: func(held int64) error {

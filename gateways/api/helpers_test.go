@@ -2,11 +2,13 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"flag"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -21,6 +23,44 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// httpServer runs the suite through either HTTP server:
+// go test ./gateways/api -http_server=net/http.
+var httpServer = flag.String("http_server", "", "api.http_server for the tests (empty: the default)")
+
+// testServer serves a Server through Serve on a loopback port, as silt
+// serve does, so that tests go through the configured HTTP server.
+type testServer struct {
+	URL    string
+	client *http.Client
+	stop   context.CancelFunc
+	done   chan error
+}
+
+func serveTest(t testing.TB, srv *Server) *testServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	ts := &testServer{
+		URL:    "http://" + ln.Addr().String(),
+		client: &http.Client{Transport: &http.Transport{}},
+		stop:   stop,
+		done:   make(chan error, 1),
+	}
+	go func() { ts.done <- srv.Serve(ctx, ln, nil) }()
+	return ts
+}
+
+func (ts *testServer) Client() *http.Client { return ts.client }
+
+func (ts *testServer) Close() {
+	ts.client.CloseIdleConnections()
+	ts.stop()
+	<-ts.done
+}
 
 // Test limits: small, so that 413s are cheap to provoke.
 const (
@@ -37,16 +77,16 @@ type envOptions struct {
 // env is an API server over a real core.Store and acl.Store in a
 // temporary directory, with a root principal holding admin on "*".
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	store *core.Store
 	acl   *acl.Store
 	srv   *Server
-	ts    *httptest.Server
+	ts    *testServer
 	reg   *prometheus.Registry
 	root  string // root's bearer token
 }
 
-func newEnv(t *testing.T, opts ...envOptions) *env {
+func newEnv(t testing.TB, opts ...envOptions) *env {
 	t.Helper()
 	var o envOptions
 	if len(opts) > 0 {
@@ -75,6 +115,9 @@ func newEnv(t *testing.T, opts ...envOptions) *env {
 	e.root = e.token("root")
 
 	cfg := DefaultConfig()
+	if *httpServer != "" {
+		cfg.HTTPServer = *httpServer
+	}
 	if o.api != nil {
 		o.api(&cfg)
 	}
@@ -87,7 +130,7 @@ func newEnv(t *testing.T, opts ...envOptions) *env {
 		t.Fatal(err)
 	}
 	if !o.noServer {
-		e.ts = httptest.NewServer(e.srv.Handler())
+		e.ts = serveTest(t, e.srv)
 		t.Cleanup(e.ts.Close)
 	}
 	return e
@@ -131,7 +174,7 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) json(t *testing.T, v any) {
+func (r reply) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.body, err)
@@ -139,7 +182,7 @@ func (r reply) json(t *testing.T, v any) {
 }
 
 // errCode returns the error code of a JSON error reply.
-func (r reply) errCode(t *testing.T) string {
+func (r reply) errCode(t testing.TB) string {
 	t.Helper()
 	var b errorBody
 	r.json(t, &b)
@@ -198,7 +241,7 @@ func (e *env) must(want int, r req) reply {
 	return rep
 }
 
-func jsonBody(t *testing.T, v any) []byte {
+func jsonBody(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -241,7 +284,7 @@ type readLine struct {
 	Error      *errorDetail
 }
 
-func parseLines(t *testing.T, body []byte) (events []readLine, cursor string) {
+func parseLines(t testing.TB, body []byte) (events []readLine, cursor string) {
 	t.Helper()
 	for _, l := range bytes.Split(bytes.TrimRight(body, "\n"), []byte("\n")) {
 		if len(l) == 0 {
@@ -261,7 +304,7 @@ func parseLines(t *testing.T, body []byte) (events []readLine, cursor string) {
 }
 
 // metricValue reads a counter or gauge.
-func metricValue(t *testing.T, m prometheus.Metric) float64 {
+func metricValue(t testing.TB, m prometheus.Metric) float64 {
 	t.Helper()
 	var d dto.Metric
 	if err := m.Write(&d); err != nil {

@@ -39,7 +39,9 @@ type Config struct {
 	MaxInflightBytes int64 `koanf:"max_inflight_bytes" help:"append bytes held in memory at once across requests; beyond it appends get 503"`
 	// ReadTimeout bounds reading a request's headers and, for requests
 	// with a body, the body. It is applied per request rather than as
-	// http.Server.ReadTimeout, which would also cut off follow reads.
+	// http.Server.ReadTimeout, which would also cut off follow reads;
+	// the lean server applies it from a request's first byte to the end
+	// of its body.
 	ReadTimeout time.Duration `koanf:"read_timeout" help:"longest time to read a request's headers and body"`
 	IdleTimeout time.Duration `koanf:"idle_timeout" help:"how long an idle keep-alive connection is kept open"`
 	// MaxWait caps the wait= long-poll of a read.
@@ -48,7 +50,19 @@ type Config struct {
 	// once its context is cancelled; connections still busy then are
 	// closed.
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout" help:"how long shutdown waits for in-flight requests before closing connections"`
+	// HTTPServer picks the HTTP/1.1 server of the listener: "lean"
+	// serves each connection's requests in that connection's goroutine
+	// (h1server.go), so a synchronous producer's append costs no
+	// hand-offs between goroutines; "net/http" is Go's standard server,
+	// kept as a fallback.
+	HTTPServer string `koanf:"http_server" help:"HTTP/1.1 server: lean (one goroutine per connection, lowest latency) or net/http (Go's standard server)"`
 }
+
+// The values of Config.HTTPServer.
+const (
+	HTTPServerLean    = "lean"
+	HTTPServerNetHTTP = "net/http"
+)
 
 // DefaultConfig returns the embedded defaults.
 func DefaultConfig() Config {
@@ -59,6 +73,7 @@ func DefaultConfig() Config {
 		IdleTimeout:      2 * time.Minute,
 		MaxWait:          60 * time.Second,
 		ShutdownTimeout:  15 * time.Second,
+		HTTPServer:       HTTPServerLean,
 	}
 }
 
@@ -69,6 +84,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInflightBytes <= 0 {
 		return errors.New("api: max_inflight_bytes must be positive")
+	}
+	if c.HTTPServer != HTTPServerLean && c.HTTPServer != HTTPServerNetHTTP {
+		return fmt.Errorf("api: http_server %q: want %q or %q", c.HTTPServer, HTTPServerLean, HTTPServerNetHTTP)
 	}
 	for _, d := range []struct {
 		name string
@@ -187,6 +205,37 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // other in-flight requests get up to ShutdownTimeout to finish. A Server
 // drains only once: serve it with one Serve call.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config) error {
+	serve := s.serveLean
+	if s.cfg.HTTPServer == HTTPServerNetHTTP {
+		serve = s.serveNetHTTP
+	}
+	if err := serve(ctx, ln, tlsCfg); err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	return nil
+}
+
+// serveLean is Serve with h1Server, following httpserve.Serve's steps.
+func (s *Server) serveLean(ctx context.Context, ln net.Listener, tlsCfg *tls.Config) error {
+	srv := newH1Server(s.handler, s.cfg, s.log.Named("http"), tlsCfg)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.serve(ln) }()
+	select {
+	case err := <-errc:
+		s.stopDrain()
+		ln.Close()
+		srv.shutdown(0)
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.stopDrain()
+	srv.beginClose()
+	ln.Close()
+	<-errc
+	return srv.shutdown(s.cfg.ShutdownTimeout)
+}
+
+func (s *Server) serveNetHTTP(ctx context.Context, ln net.Listener, tlsCfg *tls.Config) error {
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.cfg.ReadTimeout,
@@ -196,10 +245,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 	if el, err := zap.NewStdLogAt(s.log.Named("http"), zap.DebugLevel); err == nil {
 		hs.ErrorLog = el
 	}
-	if err := httpserve.Serve(ctx, hs, ln, tlsCfg, s.cfg.ShutdownTimeout, s.stopDrain); err != nil {
-		return fmt.Errorf("api: %w", err)
-	}
-	return nil
+	return httpserve.Serve(ctx, hs, ln, tlsCfg, s.cfg.ShutdownTimeout, s.stopDrain)
 }
 
 // shuttingDown returns a context that ends when parent does or when the

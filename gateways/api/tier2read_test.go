@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +62,7 @@ func newTieredEnv(t *testing.T) (*env, *tiering.Tierer) {
 	}
 	t.Cleanup(func() { tr.Close() }) // before the store closes
 	e.srv.UseTiering(tr)
-	e.ts = httptest.NewServer(e.srv.Handler())
+	e.ts = serveTest(t, e.srv)
 	t.Cleanup(e.ts.Close)
 	return e, tr
 }

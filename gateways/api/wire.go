@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -181,6 +183,40 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(buf.Bytes())
 }
 
+// writeAppendJSON answers an append. It is on every append's path, so the
+// answer is built by hand instead of by reflection; a segment id that
+// would need escaping (none does: ids are names) goes through writeJSON.
+func writeAppendJSON(w http.ResponseWriter, a appendJSON) {
+	if !plainJSONString(a.Segment) {
+		writeJSON(w, http.StatusOK, a)
+		return
+	}
+	b := make([]byte, 0, 96)
+	b = append(b, `{"segment":"`...)
+	b = append(b, a.Segment...)
+	b = append(b, `","first_offset":`...)
+	b = strconv.AppendUint(b, a.FirstOffset, 10)
+	b = append(b, `,"count":`...)
+	b = strconv.AppendInt(b, int64(a.Count), 10)
+	b = append(b, `,"duplicate":`...)
+	b = strconv.AppendBool(b, a.Duplicate)
+	b = append(b, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// plainJSONString reports whether s is printable ASCII that JSON carries
+// without escapes.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 func noContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
 
 // decodeJSON reads c's body into v: at most maxJSONBody bytes within the
@@ -189,8 +225,7 @@ func noContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
 func (c *call) decodeJSON(v any) error {
 	release := c.bodyDeadline()
 	defer release()
-	body := http.MaxBytesReader(c.w, c.r.Body, maxJSONBody)
-	dec := json.NewDecoder(body)
+	dec := json.NewDecoder(c.body(maxJSONBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
@@ -202,6 +237,44 @@ func (c *call) decodeJSON(v any) error {
 		return badRequest("request body holds more than one JSON value")
 	}
 	return nil
+}
+
+// body returns the request body, limited to limit bytes, with its read
+// errors classified.
+func (c *call) body(limit int64) io.Reader {
+	return bodyReader{http.MaxBytesReader(c.w, c.r.Body, limit)}
+}
+
+// bodyReader turns the transport's read errors into the answers they
+// deserve: a malformed chunked encoding or a body cut short is the
+// client's mistake (400), and a broken connection means the client went
+// away; neither is an internal error.
+type bodyReader struct{ r io.Reader }
+
+func (b bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = classifyBodyError(err)
+	}
+	return n, err
+}
+
+var errClientGone = &httpError{status: statusClientClosed, code: "canceled", msg: "the client went away while sending the request body"}
+
+func classifyBodyError(err error) error {
+	var (
+		mbe *http.MaxBytesError
+		ne  net.Error
+	)
+	switch {
+	case errors.As(err, &mbe), errors.As(err, &ne) && ne.Timeout(), errors.Is(err, http.ErrBodyReadAfterClose):
+		return err // mapped as they are
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("request body ends before its declared length")
+	case errors.As(err, &ne), errors.Is(err, net.ErrClosed):
+		return errClientGone
+	}
+	return badRequest("malformed request body: %v", err)
 }
 
 // errEmptyJSON is returned for an empty JSON body, so that routes whose
@@ -256,6 +329,11 @@ func jsonKind(goKind string) string {
 // to notice a client that goes away, and an expired deadline there would
 // cancel the request.
 func (c *call) bodyDeadline() func() {
+	if _, ok := c.w.ResponseWriter.(*h1Response); ok {
+		// The lean server bounds the whole request by the read timeout
+		// itself, and watches connections without a read deadline.
+		return func() {}
+	}
 	rc := http.NewResponseController(c.w)
 	if rc.SetReadDeadline(time.Now().Add(c.s.cfg.ReadTimeout)) != nil {
 		return func() {}
