@@ -262,3 +262,29 @@ func TestSealUnderExecutionTrace(t *testing.T) {
 		t.Fatalf("%d chunks, want 20", len(cs))
 	}
 }
+
+// While a segment catches up on a backlog its tier-1 files stay (their
+// removal would put discards into the uploads' fsyncs); once it has caught
+// up they go.
+func TestTier1TruncatedWhenCaughtUp(t *testing.T) {
+	e := newEnv(t, testConfig())
+	e.createStream("acme", "s", core.EncodingLines, 1)
+	evs := events("e", 200, 99) // 20 chunks: more than one pass seals
+	for i := 0; i < len(evs); i += 10 {
+		e.append("acme", "s", "0", evs[i:i+10]...)
+	}
+	e.scan()
+	if n := len(e.chunks("acme", "s", "0")); n != maxSealsPerPass {
+		t.Fatalf("%d chunks after the first pass, want %d", n, maxSealsPerPass)
+	}
+	if first := e.segInfo("acme", "s", "0").FirstOffset; first != 0 {
+		t.Fatalf("tier 1 truncated to %d while catching up", first)
+	}
+	e.scan()
+	if n := len(e.chunks("acme", "s", "0")); n != 20 {
+		t.Fatalf("%d chunks after the second pass, want 20", n)
+	}
+	if first := e.segInfo("acme", "s", "0").FirstOffset; first == 0 {
+		t.Fatal("tier 1 not truncated after catching up")
+	}
+}

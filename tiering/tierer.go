@@ -119,6 +119,10 @@ type segState struct {
 	open chunkCut
 	// intents are the keys of uploads not yet committed.
 	intents []string
+	// truncated is the offset below which tier 1 was last truncated;
+	// sinceTruncate, the bytes tiered since (see truncateTier1).
+	truncated     uint64
+	sinceTruncate int64
 
 	lastErr   error
 	lastErrAt time.Time
@@ -341,9 +345,9 @@ func (t *Tierer) scanStream(ctx context.Context, st core.Stream) (more bool) {
 	}
 	sealed := ss.chunkChanges
 	for i, info := range st.Segments {
-		if t.scanSegment(ctx, ss, ss.segs[i], info) {
-			more = true
-		}
+		segMore := t.scanSegment(ctx, ss, ss.segs[i], info)
+		t.truncateTier1(ss, ss.segs[i], !segMore)
+		more = more || segMore
 	}
 	t.retain(ctx, ss, st.Config.Retention)
 	// A stream that sealed in this pass and still has more to seal is
@@ -418,6 +422,8 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 			// tiered files in tier 1.
 			if err := t.store.TruncateBefore(st.Tenant, st.Name, info.ID, seg.rec.Tiered); err != nil {
 				t.log.Warn("truncate tier 1", zap.String("stream", key), zap.Error(err))
+			} else {
+				seg.truncated = seg.rec.Tiered
 			}
 		}
 		ss.segs = append(ss.segs, seg)
