@@ -230,6 +230,9 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := nfssrv.RegisterMetrics(reg); err != nil {
+		return err
+	}
 	// WebHDFS OPEN redirects carry URLs signed with this key.
 	signKey, err := loadOrCreateKey(filepath.Join(cfg.Core.Dir, "keys", "webhdfs-signing.key"))
 	if err != nil {

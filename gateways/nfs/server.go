@@ -41,6 +41,7 @@ type Server struct {
 	codec   *fh.Codec
 	cookies *dirCookies // directory cookie → name, see readdir.go
 	files   *openFiles  // recently read files, see openfiles.go
+	met     *metrics
 	log     *zap.Logger
 }
 
@@ -62,7 +63,7 @@ func New(cfg Config, v view.View, authz acl.Authorizer, handleKey []byte, log *z
 		log = zap.NewNop()
 	}
 	exports, _ := cfg.parseExports() // Validate parsed them already
-	s := &Server{cfg: cfg, exports: exports, codec: codec, cookies: newDirCookies(cookieCacheSize), files: newOpenFiles(), log: log}
+	s := &Server{cfg: cfg, exports: exports, codec: codec, cookies: newDirCookies(cookieCacheSize), files: newOpenFiles(), met: newMetrics(), log: log}
 	for i, e := range exports {
 		s.fss = append(s.fss, &viewFS{
 			ctx:    context.Background(),
@@ -91,7 +92,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		tl.shutdown()
 	}()
-	srv := &gonfs.Server{Handler: (*handler)(s), Context: ctx, MaxInflight: s.cfg.MaxInflight}
+	srv := &gonfs.Server{Handler: (*handler)(s), Context: ctx, MaxInflight: s.cfg.MaxInflight, Observe: s.met.observe}
 	err := srv.Serve(tl)
 	close(stopped)
 	<-done
@@ -156,6 +157,7 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 		}
 		l.conns[tc] = struct{}{}
 		l.mu.Unlock()
+		l.s.met.conns.Inc()
 		return tc, nil
 	}
 }
@@ -194,6 +196,7 @@ func (c *trackedConn) Close() error {
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
 		c.l.mu.Unlock()
+		c.l.s.met.conns.Dec()
 		err = c.Conn.Close()
 	})
 	return err

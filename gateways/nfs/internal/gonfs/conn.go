@@ -11,6 +11,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"time"
 
 	xdr2 "github.com/rasky/go-xdr/xdr2"
 	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
@@ -130,8 +131,12 @@ func (c *conn) serve(ctx context.Context) {
 // serveOne handles one request and writes its reply. It reports false,
 // after closing the connection, if the connection cannot go on.
 func (c *conn) serveOne(ctx context.Context, w *response) bool {
+	start := time.Now()
 	err := c.handle(ctx, w)
 	respErr := w.finish(ctx)
+	if c.Server.Observe != nil {
+		c.Server.Observe(procName(w.req.Header.Prog, w.req.Header.Proc), time.Since(start), err != nil || respErr != nil || w.err != nil)
+	}
 	if err != nil {
 		Log.Errorf("error handling req: %v", err)
 		// failure to handle at a level needing to close the connection.

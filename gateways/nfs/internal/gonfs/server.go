@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,26 @@ type Server struct {
 	// MaxInflight bounds the requests of one connection served at once
 	// (patched in); 0 means DefaultMaxInflight.
 	MaxInflight int
+	// Observe, when set, is called after each request is answered with
+	// its procedure's name ("nfs.READ", "mount.MOUNT", "unknown"), how long
+	// it took from its arrival, and whether its answer was an error
+	// (patched in, for metrics).
+	Observe func(proc string, took time.Duration, failed bool)
+}
+
+// procName names a call for Observe.
+func procName(prog, proc uint32) string {
+	switch prog {
+	case nfsServiceID:
+		if proc <= uint32(NFSProcedureCommit) {
+			return "nfs." + strings.ToUpper(NFSProcedure(proc).String())
+		}
+	case mountServiceID:
+		if proc <= uint32(MountProcExport) {
+			return "mount." + strings.ToUpper(MountProcedure(proc).String())
+		}
+	}
+	return "unknown"
 }
 
 func (s *Server) maxInflight() int {
