@@ -102,6 +102,7 @@ type roundResult struct {
 	copied, tiered     int64
 	chunks             int
 	copyTime, tierTime time.Duration
+	tierCPU            time.Duration // the process's user + system time while tiering
 	chunkBytes         int64
 }
 
@@ -127,11 +128,11 @@ func throughputRounds(dir string, size int64, rounds int) error {
 		time.Sleep(5 * time.Second)
 		res = append(res, rr)
 	}
-	fmt.Printf("| round | bytes | copy + fsync | copy MB/s | tiering to fs (%d MiB chunks) | chunks | tiering MB/s | ÷ copy |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n", res[0].chunkBytes>>20)
+	fmt.Printf("| round | bytes | copy + fsync | copy MB/s | tiering to fs (%d MiB chunks) | chunks | tiering MB/s | CPU while tiering (cores) | ÷ copy |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", res[0].chunkBytes>>20)
 	for i, r := range res {
-		fmt.Printf("| %d | %d | %s | %.0f | %s | %d | %.0f | %.2f |\n", i+1, r.tiered, r.copyTime.Round(time.Millisecond),
+		fmt.Printf("| %d | %d | %s | %.0f | %s | %d | %.0f | %s (%.2f) | %.2f |\n", i+1, r.tiered, r.copyTime.Round(time.Millisecond),
 			float64(r.copied)/r.copyTime.Seconds()/1e6, r.tierTime.Round(time.Millisecond), r.chunks,
-			float64(r.tiered)/r.tierTime.Seconds()/1e6, r.ratio())
+			float64(r.tiered)/r.tierTime.Seconds()/1e6, r.tierCPU.Round(time.Millisecond), r.tierCPU.Seconds()/r.tierTime.Seconds(), r.ratio())
 	}
 	sort.Slice(res, func(i, j int) bool { return res[i].ratio() < res[j].ratio() })
 	fmt.Printf("\nmedian tiering ÷ copy over %d rounds: %.2f (target ≥ 0.8)\n\n", len(res), res[len(res)/2].ratio())
@@ -191,6 +192,7 @@ func throughput(dir string, size int64, withProfile bool) (roundResult, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	cpu0 := cpuTime()
 	start := time.Now()
 	tierer, err := tiering.New(tcfg, store, be, tiering.Options{})
 	if err != nil {
@@ -204,6 +206,7 @@ func throughput(dir string, size int64, withProfile bool) (roundResult, error) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	tierTime := time.Since(start)
+	tierCPU := cpuTime() - cpu0
 	st, _ := tierer.Status("bench", "s")
 	var tiered int64
 	var chunks int
@@ -211,7 +214,7 @@ func throughput(dir string, size int64, withProfile bool) (roundResult, error) {
 		tiered += s.TieredBytes
 		chunks += s.Chunks
 	}
-	return roundResult{copied: copied, tiered: tiered, chunks: chunks, copyTime: copyTime, tierTime: tierTime, chunkBytes: tcfg.MaxChunkBytes}, nil
+	return roundResult{copied: copied, tiered: tiered, chunks: chunks, copyTime: copyTime, tierTime: tierTime, tierCPU: tierCPU, chunkBytes: tcfg.MaxChunkBytes}, nil
 }
 
 // copyFiles copies every file under src, in name order, into files of at
@@ -375,4 +378,13 @@ func lag(dir string, rate int, dur, maxLag time.Duration) error {
 	}
 	fmt.Printf("| %.0f | %s | %s | %s | %s | %s (%s) |\n", achieved, maxLag, p(0.5), p(0.99), lags[n-1].Round(time.Millisecond), target, status)
 	return nil
+}
+
+// cpuTime is the process's user + system time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
