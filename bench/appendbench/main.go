@@ -2,8 +2,9 @@
 // fdatasync loop on the same disk, in one run, and prints a Markdown table
 // of absolute numbers and ratios (see BENCHMARKS.md). It measures:
 //
-//   - baselines: 1 KiB records with fdatasync after each, and 64 KiB
-//     batches with fdatasync after each;
+//   - baselines, run before and after the silt cases and pooled: 1 KiB
+//     records with fdatasync after each, and 64 KiB batches with
+//     fdatasync after each;
 //   - silt in-process (core.Store.Append) with 1, 16 and 256 concurrent
 //     producers of 1 KiB events;
 //   - silt over HTTP against a real `silt serve` child process: 1, 16 and
@@ -76,10 +77,12 @@ func main() {
 	}
 	defer os.RemoveAll(*dir)
 
+	// The loops run before and after the silt cases, and the ratios are
+	// against both runs together: this disk's sync speed drifts over a
+	// run, and a baseline taken at one moment moved every ratio with it.
 	var rs []result
-	base1k := fsyncLoop(*dir, 1<<10, *dur)
-	base64k := fsyncLoop(*dir, 64<<10, *dur)
-	rs = append(rs, base1k, base64k)
+	before1k := fsyncLoop(*dir, 1<<10, *dur)
+	before64k := fsyncLoop(*dir, 64<<10, *dur)
 	if want["inproc"] {
 		for _, n := range []int{1, 16, 256} {
 			rs = append(rs, inProcess(*dir, n, *dur))
@@ -92,8 +95,20 @@ func main() {
 		}
 		rs = append(rs, hr...)
 	}
-	report(rs, base1k, base64k)
+	after1k := fsyncLoop(*dir, 1<<10, *dur)
+	after64k := fsyncLoop(*dir, 64<<10, *dur)
+	base1k, base64k := merge(before1k, after1k), merge(before64k, after64k)
+	loops := []result{named(before1k, " (before)"), named(after1k, " (after)"), base1k, named(before64k, " (before)"), named(after64k, " (after)"), base64k}
+	report(append(loops, rs...), base1k, base64k)
 }
+
+// merge pools two runs of the same loop into one result.
+func merge(a, b result) result {
+	return result{name: a.name + " (both)", events: a.events + b.events, bytes: a.bytes + b.bytes,
+		elapsed: a.elapsed + b.elapsed, lat: append(append([]time.Duration(nil), a.lat...), b.lat...)}
+}
+
+func named(r result, suffix string) result { r.name += suffix; return r }
 
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "appendbench:", err)
