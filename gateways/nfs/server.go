@@ -170,7 +170,7 @@ func (l *trackingListener) shutdown() {
 	l.conns = map[*trackedConn]struct{}{}
 	l.mu.Unlock()
 	for c := range conns {
-		c.Conn.Close()
+		c.Close()
 	}
 }
 
