@@ -458,6 +458,19 @@ func (s *Store) DeleteStream(ctx context.Context, tenant, name string) error {
 	return nil
 }
 
+// segmentLog resolves a segment of a stream to its log.
+func (s *Store) segmentLog(tenant, stream, segmentID string) (*segment.Log, error) {
+	st, err := s.stream(tenant, stream)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := st.segmentIndex(segmentID)
+	if err != nil {
+		return nil, err
+	}
+	return st.logs[idx], nil
+}
+
 // segmentIndex resolves an explicit segment id.
 func (st *stream) segmentIndex(id string) (int, error) {
 	i, err := strconv.Atoi(id)
@@ -523,11 +536,7 @@ func mapSegmentErr(err error) error {
 
 // Read returns events of one segment from req.From.
 func (s *Store) Read(ctx context.Context, req ReadRequest) (ReadResult, error) {
-	st, err := s.stream(req.Tenant, req.Stream)
-	if err != nil {
-		return ReadResult{}, err
-	}
-	idx, err := st.segmentIndex(req.Segment)
+	log, err := s.segmentLog(req.Tenant, req.Stream, req.Segment)
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -538,7 +547,7 @@ func (s *Store) Read(ctx context.Context, req ReadRequest) (ReadResult, error) {
 	if maxBytes <= 0 || maxBytes > s.cfg.MaxReadBytes {
 		maxBytes = s.cfg.MaxReadBytes
 	}
-	evs, next, err := st.logs[idx].Read(req.From, maxEvents, maxBytes)
+	evs, next, err := log.Read(req.From, maxEvents, maxBytes)
 	if err != nil {
 		return ReadResult{}, mapSegmentErr(err)
 	}
@@ -552,15 +561,11 @@ func (s *Store) Read(ctx context.Context, req ReadRequest) (ReadResult, error) {
 // Wait blocks until the segment's NextOffset is above after, ctx ends, or
 // the timeout passes; it reports whether new events are there.
 func (s *Store) Wait(ctx context.Context, tenant, stream, segmentID string, after uint64, timeout time.Duration) (bool, error) {
-	st, err := s.stream(tenant, stream)
+	log, err := s.segmentLog(tenant, stream, segmentID)
 	if err != nil {
 		return false, err
 	}
-	idx, err := st.segmentIndex(segmentID)
-	if err != nil {
-		return false, err
-	}
-	ok, err := st.logs[idx].Wait(ctx, after, timeout)
+	ok, err := log.Wait(ctx, after, timeout)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return false, mapSegmentErr(err)
 	}

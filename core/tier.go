@@ -42,15 +42,11 @@ func (s *Store) Streams() []Stream {
 // events durable elsewhere first; reads below the new first offset then
 // fail with ErrOutOfRange.
 func (s *Store) TruncateBefore(tenant, stream, segmentID string, offset uint64) error {
-	st, err := s.stream(tenant, stream)
+	log, err := s.segmentLog(tenant, stream, segmentID)
 	if err != nil {
 		return err
 	}
-	idx, err := st.segmentIndex(segmentID)
-	if err != nil {
-		return err
-	}
-	if _, err := st.logs[idx].TruncateBefore(offset); err != nil {
+	if _, err := log.TruncateBefore(offset); err != nil {
 		return mapSegmentErr(err)
 	}
 	return nil
@@ -67,16 +63,12 @@ type ScanFunc func(first uint64, at time.Time, events [][]byte) error
 // copies, makes twice as expensive. An error from fn ends the scan and is
 // returned as it is.
 func (s *Store) Scan(ctx context.Context, tenant, stream, segmentID string, from, to uint64, fn ScanFunc) error {
-	st, err := s.stream(tenant, stream)
-	if err != nil {
-		return err
-	}
-	idx, err := st.segmentIndex(segmentID)
+	log, err := s.segmentLog(tenant, stream, segmentID)
 	if err != nil {
 		return err
 	}
 	var fnErr error
-	err = st.logs[idx].Scan(from, to, func(first uint64, ns int64, events [][]byte) error {
+	err = log.Scan(from, to, func(first uint64, ns int64, events [][]byte) error {
 		if err := ctx.Err(); err != nil {
 			fnErr = err
 			return err
@@ -101,15 +93,11 @@ func (s *Store) Scan(ctx context.Context, tenant, stream, segmentID string, from
 // several of them without a goroutine each. Take the channel before reading
 // the state it guards, so that a commit in between still wakes the waiter.
 func (s *Store) Changed(tenant, stream, segmentID string) (<-chan struct{}, error) {
-	st, err := s.stream(tenant, stream)
+	log, err := s.segmentLog(tenant, stream, segmentID)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := st.segmentIndex(segmentID)
-	if err != nil {
-		return nil, err
-	}
-	return st.logs[idx].Changed(), nil
+	return log.Changed(), nil
 }
 
 // Incarnation is a stable identity for one life of a stream, derived from

@@ -57,11 +57,7 @@ func (l *Log) Read(from uint64, maxEvents, maxBytes int) ([]Event, uint64, error
 		l.mu.Unlock()
 		return nil, from, nil
 	}
-	i := sort.Search(len(files), func(i int) bool { return files[i].first > from }) - 1
-	f := files[i]
-	size := f.size
-	j := sort.Search(len(f.index), func(j int) bool { return f.index[j].offset > from }) - 1
-	start := f.index[j]
+	_, f, size, start := locate(files, from)
 	l.mu.Unlock()
 
 	// Reading happens without the lock: the committed prefix of a file
@@ -108,6 +104,16 @@ func (l *Log) Read(from uint64, maxEvents, maxBytes int) ([]Event, uint64, error
 	return out, next, nil
 }
 
+// locate finds the file holding offset from (files[i]), its committed
+// size, and the last index entry at or before from, where reading starts.
+// l.mu must be held: the active file's size and index grow with commits.
+func locate(files []*file, from uint64) (i int, f *file, size int64, start indexEntry) {
+	i = sort.Search(len(files), func(i int) bool { return files[i].first > from }) - 1
+	f = files[i]
+	j := sort.Search(len(f.index), func(j int) bool { return f.index[j].offset > from }) - 1
+	return i, f, f.size, f.index[j]
+}
+
 // scanReadAhead is how much of a file Scan reads at a time.
 const scanReadAhead = 1 << 20
 
@@ -150,12 +156,8 @@ func (l *Log) Scan(from, to uint64, fn func(first uint64, timeUnixNano int64, ev
 // scanRange is Scan within the file holding from; it returns the offset
 // after the last event it passed on.
 func (l *Log) scanRange(files []*file, from, to uint64, fn func(uint64, int64, [][]byte) error) (uint64, error) {
-	i := sort.Search(len(files), func(i int) bool { return files[i].first > from }) - 1
-	f := files[i]
 	l.mu.Lock()
-	size := f.size
-	j := sort.Search(len(f.index), func(j int) bool { return f.index[j].offset > from }) - 1
-	start := f.index[j]
+	i, f, size, start := locate(files, from)
 	l.mu.Unlock()
 
 	rd := record.NewReader(f.r, start.pos, size, l.opts.MaxRecordBytes+record.HeaderSize)

@@ -1,9 +1,7 @@
 package nfs
 
 import (
-	"context"
 	"errors"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -24,16 +22,8 @@ func TestMetrics(t *testing.T) {
 	if err := srv.RegisterMetrics(reg); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
-
-	v := mustMount(t, ln.Addr().String(), "/")
+	addr, _ := startServer(t, srv)
+	v := mustMount(t, addr, "/")
 	f, err := v.Open(chunk)
 	if err != nil {
 		t.Fatal(err)

@@ -100,26 +100,7 @@ func (e *env) serve(cfg Config, key []byte) (string, func()) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("Serve: %v", err)
-		}
-	}
-	e.t.Cleanup(stop)
-	return ln.Addr().String(), stop
+	return startServer(e.t, srv)
 }
 
 // mount dials addr and mounts dir.

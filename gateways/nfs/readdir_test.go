@@ -50,6 +50,13 @@ func serveView(t *testing.T, cfg Config, v view.View) (string, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startServer(t, srv)
+}
+
+// startServer serves srv on 127.0.0.1:0 and returns its address and a
+// function that stops it (also run at cleanup) and waits for Serve.
+func startServer(t *testing.T, srv *Server) (string, func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
