@@ -254,6 +254,16 @@ func (r *roFile) Seek(off int64, whence int) (int64, error) {
 	return off, nil
 }
 
+// Mapped gives gonfs's READ the file's bytes in memory, or nil (see
+// openFile.mapped). Only cached files are mapped: an uncached one is
+// closed, and would be unmapped, before the reply is written.
+func (r *roFile) Mapped() []byte {
+	if r.files == nil {
+		return nil
+	}
+	return r.shared.mapped()
+}
+
 func (r *roFile) Close() error {
 	if r.files == nil {
 		return r.f.Close()

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/silt-io/silt/view"
 )
 
@@ -36,6 +38,49 @@ type openFile struct {
 	opened time.Time
 	refs   int  // guarded by openFiles.mu
 	dead   bool // guarded by openFiles.mu
+
+	mapOnce sync.Once
+	mem     []byte // the file mapped into memory, see mapped
+}
+
+// minMapped is the smallest file READ serves from a memory mapping.
+const minMapped = 64 << 10
+
+// mapped returns the whole file mapped read-only into memory, or nil if
+// it is small or not a local file. A READ of a mapped file writes its
+// data to the socket straight from the page cache: one copy instead of
+// two (pread into the reply, then the reply into the socket), which on
+// a sequential reader with one READ in flight is a tenth of the time
+// each READ takes. The bytes are never touched in user space, only
+// handed to write(2), so a file that shrank under the mapping makes the
+// write fail with EFAULT rather than fault the process; chunk files are
+// never rewritten in place anyway (tier 2 replaces objects by rename).
+// The mapping lives until the file is closed, which waits for every
+// reference, including a reply still being written (gonfs releases the
+// file after the write).
+func (f *openFile) mapped() []byte {
+	f.mapOnce.Do(func() {
+		fd, ok := f.f.(interface{ Fd() uintptr })
+		size := f.f.Size()
+		if !ok || size < minMapped || size != f.info.Size || int64(int(size)) != size {
+			return
+		}
+		mem, err := unix.Mmap(int(fd.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+		if err == nil {
+			f.mem = mem
+		}
+	})
+	return f.mem
+}
+
+// close unmaps and closes the file; it runs once the last reference is
+// gone.
+func (f *openFile) close() error {
+	if f.mem != nil {
+		unix.Munmap(f.mem)
+		f.mem = nil
+	}
+	return f.f.Close()
 }
 
 type openFiles struct {
@@ -113,7 +158,7 @@ func (o *openFiles) dropLocked(k openKey, f *openFile) {
 	delete(o.mu.files, k)
 	f.dead = true
 	if f.refs == 0 {
-		f.f.Close()
+		f.close()
 	}
 }
 
@@ -123,7 +168,7 @@ func (o *openFiles) release(f *openFile) error {
 	defer o.mu.Unlock()
 	f.refs--
 	if f.refs == 0 && f.dead {
-		return f.f.Close()
+		return f.close()
 	}
 	return nil
 }

@@ -190,6 +190,12 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// WriteBuffers writes bufs with one writev(2) where the connection can:
+// net.Buffers does so only for the net package's own connection types.
+func (c *trackedConn) WriteBuffers(bufs *net.Buffers) (int64, error) {
+	return bufs.WriteTo(c.Conn)
+}
+
 func (c *trackedConn) Close() error {
 	var err error
 	c.once.Do(func() {

@@ -9,9 +9,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	xdr2 "github.com/rasky/go-xdr/xdr2"
 	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
@@ -248,6 +252,10 @@ type response struct {
 	err       error
 	errorFmt  func(error) RPCError
 	req       *request
+	// tail is sent after the buffer (READ data from a mapped file), and
+	// release runs once it has been.
+	tail    []byte
+	release func() error
 }
 
 func (w *response) writeXdrHeader() error {
@@ -339,18 +347,53 @@ func (w *response) drain(ctx context.Context) error {
 // Write.
 func (w *response) finish(ctx context.Context) error {
 	defer putReplyBuffer(w.writer)
+	if w.release != nil {
+		defer w.release()
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b := w.writer.Bytes()
-	if len(b)-recordMarkLen > 1<<31-1 {
+	pad := (4 - len(w.tail)%4) % 4
+	if len(b)-recordMarkLen+len(w.tail)+pad > 1<<31-1 {
 		return ErrInputInvalid
 	}
-	binary.BigEndian.PutUint32(b, uint32(len(b)-recordMarkLen)|1<<31)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-recordMarkLen+len(w.tail)+pad)|1<<31)
 	w.conn.wmu.Lock()
 	defer w.conn.wmu.Unlock()
-	_, err := w.conn.Conn.Write(b)
+	if w.tail == nil {
+		_, err := w.conn.Conn.Write(b)
+		return err
+	}
+	var zeros [3]byte
+	bufs := net.Buffers{b, w.tail, zeros[:pad]}
+	var err error
+	if bw, ok := w.conn.Conn.(interface {
+		WriteBuffers(*net.Buffers) (int64, error)
+	}); ok {
+		_, err = bw.WriteBuffers(&bufs)
+	} else {
+		_, err = bufs.WriteTo(w.conn.Conn)
+	}
+	unmapPages(w.tail)
 	return err
+}
+
+// unmapPages drops the pages of a mapped range just sent from the
+// process's page tables. They were mapped only for write(2) to copy them
+// into the socket; without this a server that has sent a few large files
+// shows their size in its RSS. The pages stay in the page cache, and a
+// later READ of them (or one sending them now: the range is widened to
+// whole pages) maps them again with a minor fault.
+func unmapPages(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	page := os.Getpagesize()
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	lead := int(uintptr(p) % uintptr(page))
+	n := (lead + len(b) + page - 1) / page * page
+	unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(p, -lead)), n), unix.MADV_DONTNEED)
 }
 
 // recordMarkLen is the RPC record mark (RFC 5531 section 11) in front of
