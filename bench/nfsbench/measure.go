@@ -83,7 +83,12 @@ func measureAll(o options, d data, servers []server) ([]result, error) {
 	cpu := make([]time.Duration, len(servers))
 	for round := range o.rounds {
 		fmt.Fprintf(os.Stderr, "reads, round %d of %d…\n", round+1, o.rounds)
-		for i, t := range targets {
+		// Each round starts with the next server, so that none always
+		// follows the same one (whose aftermath, such as rclone's
+		// background work, would fall on it alone).
+		for j := range targets {
+			i := (j + round) % len(targets)
+			t := targets[i]
 			c0 := cpuTime(servers[i].pid)
 			start := time.Now()
 			if err := check(readAll(t, rel(d.chunk))); err != nil {
@@ -117,6 +122,8 @@ func measureAll(o options, d data, servers []server) ([]result, error) {
 			} else {
 				cat[i] = append(cat[i], v)
 			}
+			fmt.Fprintf(os.Stderr, "  %s: 1 reader %.0f MB/s, %d readers %.0f MB/s, nfs-cat %s\n", servers[i].name,
+				seq[i][len(seq[i])-1], o.readers, par[i][len(par[i])-1], lastMBs(cat[i], round))
 		}
 	}
 	for i, s := range servers {
@@ -208,6 +215,14 @@ func nfsCat(s server, d data) (float64, string) {
 		return 0, fmt.Sprintf("%d bytes, %v: %s", n, err, lastLines(stderr.String(), 2))
 	}
 	return mbs(n, took), ""
+}
+
+// lastMBs formats the figure of this round, if it has one.
+func lastMBs(xs []float64, round int) string {
+	if len(xs) <= round {
+		return "failed"
+	}
+	return fmt.Sprintf("%.0f MB/s", xs[round])
 }
 
 func mbs(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
