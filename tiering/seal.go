@@ -3,7 +3,6 @@ package tiering
 import (
 	"cmp"
 	"context"
-	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -28,8 +27,8 @@ import (
 // in pieces, hashed as it goes), and the finished ones are committed to
 // the catalog in offset order while the next are built. That keeps a
 // backlog from paying one chunk's upload latency, fsync and catalog syncs
-// after another, and spreads the chunks' MD5s (the costliest part of a
-// build) over every core.
+// after another, and lets the MD5s of the chunks in flight run side by
+// side in one SIMD hasher.
 
 // chunkCut is a range of scanned, untiered events that is one chunk.
 type chunkCut struct {
@@ -286,7 +285,8 @@ func (t *Tierer) buildChunk(ctx context.Context, ss *streamState, seg *segState,
 	if err != nil {
 		return fmt.Errorf("upload %s: %w", c.Key, err)
 	}
-	h := md5.New()
+	h := t.md5.NewHash()
+	defer h.Close()
 	bp, _ := t.bufs.Get().(*[]byte)
 	if bp == nil {
 		b := make([]byte, 0, pieceBytes)

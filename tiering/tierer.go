@@ -45,6 +45,7 @@ import (
 
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/core/catalog"
+	"github.com/silt-io/silt/tiering/internal/md5simd"
 )
 
 // Options are the Tierer's collaborators.
@@ -75,6 +76,9 @@ type Tierer struct {
 	// slots bounds the chunk builds in flight across all streams, which
 	// bounds the memory and backend connections of a backlog.
 	slots chan struct{}
+	// md5 hashes every chunk in flight in one SIMD server: a group's MD5s
+	// run side by side instead of one core's worth at a time.
+	md5   md5simd.Server
 	hooks struct {
 		beforeCommit func() error // tests: fail between upload and commit
 		// tests: fail between a retention commit and the object's deletion
@@ -143,6 +147,7 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	}
 	t := &Tierer{cfg: cfg, store: store, cat: store.Catalog(), be: be, log: o.Logger, now: o.Now, done: make(chan struct{})}
 	t.slots = make(chan struct{}, cfg.ChunksInFlight)
+	t.md5 = md5simd.NewServer()
 	t.mu.streams = map[string]*streamState{}
 	m, err := newMetrics(o.Registerer, t)
 	if err != nil {
@@ -153,6 +158,7 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	t.cancel = cancel
 	if err := t.recover(ctx); err != nil {
 		cancel()
+		t.md5.Close()
 		return nil, err
 	}
 	if o.manual {
@@ -168,6 +174,7 @@ func (t *Tierer) Close() error {
 	t.closeOnce.Do(func() {
 		t.cancel()
 		<-t.done
+		t.md5.Close()
 		t.m.unregister()
 	})
 	return nil
