@@ -33,7 +33,7 @@ const (
 // differentiate with default initialisation value of 0
 const md5ServerUID = Lanes
 
-const buffersPerLane = 3
+const buffersPerLane = 4
 
 // Message to send across input channel
 type blockInput struct {

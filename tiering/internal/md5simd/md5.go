@@ -14,7 +14,7 @@ const (
 	Size = 16
 
 	// internalBlockSize is the internal block size.
-	internalBlockSize = 32 << 10
+	internalBlockSize = 128 << 10
 )
 
 type Server interface {
