@@ -15,14 +15,16 @@ import (
 )
 
 type result struct {
-	name           string
-	seq, par, cat  float64 // MB/s; cat 0 if nfs-cat did not work
-	catErr         string
-	list           time.Duration // 0 if it did not finish
-	listN          int
-	listErr        string
-	rssRead, rssHW int64         // peak RSS after the reads, and at the end
-	cpuPerGiB      time.Duration // server CPU time per GiB read (timed reads)
+	name          string
+	seq, par, cat float64 // MB/s; cat 0 if nfs-cat did not work
+	// each round's figures, in round order (cat 0 where nfs-cat failed)
+	roundSeq, roundPar, roundCat []float64
+	catErr                       string
+	list                         time.Duration // 0 if it did not finish
+	listN                        int
+	listErr                      string
+	rssRead, rssHW               int64         // peak RSS after the reads, and at the end
+	cpuPerGiB                    time.Duration // server CPU time per GiB read (timed reads)
 }
 
 // readAll reads p to the end in 1 MiB requests and returns the byte count.
@@ -117,17 +119,20 @@ func measureAll(o options, d data, servers []server) ([]result, error) {
 			if err := <-errs; err != nil {
 				return nil, fmt.Errorf("%s: %w", servers[i].name, err)
 			}
-			if v, msg := nfsCat(servers[i], d); msg != "" {
+			v, msg := nfsCat(servers[i], d)
+			if msg != "" {
 				rs[i].catErr = msg
 			} else {
 				cat[i] = append(cat[i], v)
 			}
+			rs[i].roundCat = append(rs[i].roundCat, v)
 			fmt.Fprintf(os.Stderr, "  %s: 1 reader %.0f MB/s, %d readers %.0f MB/s, nfs-cat %s\n", servers[i].name,
-				seq[i][len(seq[i])-1], o.readers, par[i][len(par[i])-1], lastMBs(cat[i], round))
+				seq[i][len(seq[i])-1], o.readers, par[i][len(par[i])-1], roundMBs(rs[i].roundCat[round]))
 		}
 	}
 	for i, s := range servers {
 		rs[i].seq, rs[i].par, rs[i].cat = median(seq[i]), median(par[i]), median(cat[i])
+		rs[i].roundSeq, rs[i].roundPar = seq[i], par[i]
 		gib := float64(d.size*int64(o.rounds*(1+o.readers))) / (1 << 30)
 		rs[i].cpuPerGiB = time.Duration(float64(cpu[i]) / gib)
 		_, rs[i].rssRead = rss(s.pid)
@@ -217,12 +222,12 @@ func nfsCat(s server, d data) (float64, string) {
 	return mbs(n, took), ""
 }
 
-// lastMBs formats the figure of this round, if it has one.
-func lastMBs(xs []float64, round int) string {
-	if len(xs) <= round {
+// roundMBs formats one round's figure; 0 is a failure.
+func roundMBs(v float64) string {
+	if v == 0 {
 		return "failed"
 	}
-	return fmt.Sprintf("%.0f MB/s", xs[round])
+	return fmt.Sprintf("%.0f MB/s", v)
 }
 
 func mbs(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
@@ -261,4 +266,27 @@ func report(o options, rs []result) {
 		}
 		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.name, ratio(silt.seq, r.seq), ratio(silt.par, r.par), ratio(silt.cat, r.cat), list)
 	}
+	// The same ratios taken round by round (the servers of a round ran
+	// within seconds of each other, so a drift of the machine falls on
+	// both) and their median.
+	fmt.Printf("\n| silt ÷, median of the rounds' ratios | 1 reader | %d readers | nfs-cat |\n|---|---:|---:|---:|\n", o.readers)
+	for _, r := range rs[1:] {
+		fmt.Printf("| %s | %s | %s | %s |\n", r.name, pairedRatio(silt.roundSeq, r.roundSeq),
+			pairedRatio(silt.roundPar, r.roundPar), pairedRatio(silt.roundCat, r.roundCat))
+	}
+}
+
+// pairedRatio is the median over rounds of a[i] ÷ b[i], skipping rounds
+// where either failed.
+func pairedRatio(a, b []float64) string {
+	var rs []float64
+	for i := range min(len(a), len(b)) {
+		if a[i] > 0 && b[i] > 0 {
+			rs = append(rs, a[i]/b[i])
+		}
+	}
+	if len(rs) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", median(rs))
 }
