@@ -128,6 +128,7 @@ type Reader struct {
 	// records that lie wholly inside it are decoded without a read each.
 	ahead  int
 	bufPos int64
+	mapped bool     // buf is the whole range, mapped: nothing to read
 	events [][]byte // reused by Next for each record's event slices
 }
 
@@ -136,6 +137,13 @@ type Reader struct {
 // gigabytes.
 func NewReader(r io.ReaderAt, pos, end int64, maxBody int) *Reader {
 	return &Reader{r: r, pos: pos, end: end, maxBody: maxBody}
+}
+
+// NewMappedReader reads records in [pos, end) from mem, which holds the
+// file's bytes from base to at least end (a memory mapping of it):
+// records are decoded where they lie, with no read and no copy.
+func NewMappedReader(mem []byte, base, pos, end int64, maxBody int) *Reader {
+	return &Reader{pos: pos, end: end, maxBody: maxBody, buf: mem, bufPos: base, mapped: true}
 }
 
 // ReadAhead makes the reader fetch at least n bytes per read (never past
@@ -150,6 +158,9 @@ func (rd *Reader) fill(pos int64, n int) ([]byte, error) {
 	if pos >= rd.bufPos && pos+int64(n) <= rd.bufPos+int64(len(rd.buf)) {
 		i := pos - rd.bufPos
 		return rd.buf[i : i+int64(n)], nil
+	}
+	if rd.mapped {
+		return nil, io.ErrUnexpectedEOF
 	}
 	want := int64(n)
 	if int64(rd.ahead) > want {

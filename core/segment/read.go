@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"sort"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/core/record"
+	"github.com/silt-io/silt/core/vfs"
 )
 
 // State is a snapshot of the log's bounds.
@@ -117,6 +120,28 @@ func locate(files []*file, from uint64) (i int, f *file, size int64, start index
 // scanReadAhead is how much of a file Scan reads at a time.
 const scanReadAhead = 1 << 20
 
+// minMappedScan is the smallest stretch of a file Scan maps into memory
+// instead of reading it: a mapping saves copying every byte into a
+// read-ahead buffer, which for a tiering catch-up is one of the larger
+// costs, but costs a few system calls of its own.
+const minMappedScan = 1 << 20
+
+// scanReader returns a record reader for [pos, end) of f, over a memory
+// mapping of that range where the file can be mapped (release unmaps
+// it), else reading ahead in 1 MiB steps.
+func (l *Log) scanReader(f *file, pos, end int64) (rd *record.Reader, release func()) {
+	maxBody := l.opts.MaxRecordBytes + record.HeaderSize
+	if m, ok := f.r.(vfs.Mapper); ok && end-pos >= minMappedScan {
+		base := pos &^ int64(os.Getpagesize()-1)
+		if mem, unmap, err := m.Map(base, int(end-base)); err == nil {
+			return record.NewMappedReader(mem, base, pos, end, maxBody), func() { unmap() }
+		}
+	}
+	rd = record.NewReader(f.r, pos, end, maxBody)
+	rd.ReadAhead(scanReadAhead)
+	return rd, func() {}
+}
+
 // Scan calls fn, in order, for every record holding events in [from, to)
 // (to is capped at the committed end), with the record's events clipped to
 // that range; first is the offset of events[0]. Unlike Read it copies
@@ -155,13 +180,26 @@ func (l *Log) Scan(from, to uint64, fn func(first uint64, timeUnixNano int64, ev
 
 // scanRange is Scan within the file holding from; it returns the offset
 // after the last event it passed on.
-func (l *Log) scanRange(files []*file, from, to uint64, fn func(uint64, int64, [][]byte) error) (uint64, error) {
+func (l *Log) scanRange(files []*file, from, to uint64, fn func(uint64, int64, [][]byte) error) (next uint64, err error) {
 	l.mu.Lock()
 	i, f, size, start := locate(files, from)
 	l.mu.Unlock()
 
-	rd := record.NewReader(f.r, start.pos, size, l.opts.MaxRecordBytes+record.HeaderSize)
-	rd.ReadAhead(scanReadAhead)
+	rd, release := l.scanReader(f, start.pos, size)
+	defer release()
+	// A mapped page of a file that shrank under the mapping would fault
+	// when touched. Logs shrink only by cutting their preallocated tail,
+	// which lies past every committed byte, so this cannot happen; should
+	// it anyway, the scan fails instead of the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			next, err = from, fmt.Errorf("read segment %s: memory fault reading %s: %v", l.opts.Dir, f.name, r)
+		}
+	}()
 	off := start.offset
 	for off < to {
 		rec, err := rd.Next()

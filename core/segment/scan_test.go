@@ -106,3 +106,78 @@ func TestScanStopsOnCallbackErrorAndAfterTruncation(t *testing.T) {
 		t.Fatalf("scan after truncation = %v", got)
 	}
 }
+
+// TestScanMappedOSFiles scans logs on the OS filesystem, whose files Scan
+// maps into memory once a stretch is 1 MiB or more: ranges starting at
+// the front, in the middle and near the end of files, across files, the
+// active file included, and with appends landing while a scan runs.
+func TestScanMappedOSFiles(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(Options{FS: vfs.OS{}, Dir: dir, FileBytes: 3 << 20, MaxRecordBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	var want []string
+	event := func(i int) []byte {
+		b := make([]byte, 700+i%600)
+		for k := range b {
+			b[k] = byte('a' + (i+k)%26)
+		}
+		copy(b, fmt.Sprintf("%07d", i))
+		return b
+	}
+	for len(want) < 10_000 { // ~10 MiB: several files
+		var b [][]byte
+		for k := 0; k < 1+len(want)%40; k++ {
+			e := event(len(want))
+			b = append(b, e)
+			want = append(want, string(e))
+		}
+		if _, err := l.Append(ctx, Batch{Events: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(l.mu.files); n < 3 {
+		t.Fatalf("expected several files, got %d", n)
+	}
+	if _, ok := l.mu.files[0].r.(vfs.Mapper); !ok {
+		t.Fatal("OS files do not map: the test would not cover the mapped path")
+	}
+	end := uint64(len(want))
+	for _, r := range [][2]uint64{{0, end}, {1, 3000}, {2999, 7001}, {5000, end}, {end - 3, end}, {end - 1500, end + 10}} {
+		got := scanAll(t, l, r[0], r[1])
+		hi := min(r[1], end)
+		if len(got) != int(hi-r[0]) {
+			t.Fatalf("Scan(%d, %d) passed %d events, want %d", r[0], r[1], len(got), hi-r[0])
+		}
+		for i, g := range got {
+			if g != want[int(r[0])+i] {
+				t.Fatalf("Scan(%d, %d): event %d differs", r[0], r[1], int(r[0])+i)
+			}
+		}
+	}
+
+	// Appends go on while a scan of the active file runs; the scan sees
+	// what was committed when it started, and the next scan the rest.
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 200; i++ {
+			if _, err := l.Append(ctx, Batch{Events: [][]byte{event(int(end) + i)}}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := 0; i < 20; i++ {
+		next := l.State().Next
+		if got := scanAll(t, l, end-2000, next); len(got) != int(next-(end-2000)) {
+			t.Fatalf("scan during appends passed %d events of %d", len(got), next-(end-2000))
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

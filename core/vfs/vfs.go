@@ -100,6 +100,26 @@ func (f osFile) WriteVAt(bufs [][]byte, off int64) error {
 	return nil
 }
 
+// Mapper is implemented by files whose bytes can be mapped into memory
+// (the OS's; CrashFS's files are not, so crash tests read as before).
+type Mapper interface {
+	// Map maps n bytes of the file from off, a multiple of the page
+	// size, read-only. The bytes must stay in the file until unmap: a
+	// mapped page that the file no longer holds faults when touched.
+	Map(off int64, n int) (mem []byte, unmap func() error, err error)
+}
+
+// Map implements Mapper.
+func (f osFile) Map(off int64, n int) ([]byte, func() error, error) {
+	mem, err := unix.Mmap(int(f.Fd()), off, n, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Scans read front to back: the kernel reads ahead further for that.
+	unix.Madvise(mem, unix.MADV_SEQUENTIAL)
+	return mem, func() error { return unix.Munmap(mem) }, nil
+}
+
 func (f osFile) Size() (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
