@@ -1,8 +1,10 @@
 package tiering
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -114,6 +116,54 @@ func TestFSBackend(t *testing.T) {
 	for _, bad := range []string{"", "/abs", "a/../b", "a//b", "a/", "a/.tmp-x"} {
 		if _, err := b.Create(ctx, bad); err == nil {
 			t.Fatalf("Create(%q) accepted", bad)
+		}
+	}
+}
+
+// TestFSBackendLargeUpload writes an object larger than writebackBytes in
+// odd-sized pieces (so that writeback starts mid-piece, several times)
+// and reads back exactly those bytes, then re-uploads the key with fewer
+// bytes: the truncated temp file must not keep the old tail.
+func TestFSBackendLargeUpload(t *testing.T) {
+	b, err := OpenFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	data := make([]byte, 3*writebackBytes+12345)
+	for i := range data {
+		data[i] = byte(i*31 + i>>12)
+	}
+	upload := func(data []byte) {
+		t.Helper()
+		w, err := b.Create(ctx, "t/s/segment=0/big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := data; len(p) > 0; {
+			n := min(len(p), 333_333)
+			if _, err := w.Write(p[:n]); err != nil {
+				t.Fatal(err)
+			}
+			p = p[n:]
+		}
+		if err := w.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range [][]byte{data, data[:writebackBytes+7]} {
+		upload(want)
+		o, err := b.Open(ctx, "t/s/segment=0/big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, o.Size())
+		if _, err := o.ReadAt(got, 0); err != nil && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+		o.Close()
+		if !bytes.Equal(got, want) {
+			t.Fatalf("read back %d bytes, want the %d written", len(got), len(want))
 		}
 	}
 }
