@@ -58,14 +58,17 @@ func (t *Tierer) count(seg *segState, off uint64, at time.Time, sz int64) {
 
 // sealable returns the cuts to seal now, at most max: the complete ones,
 // and the open one if it is full or its oldest event reached the lag
-// ceiling.
-func (t *Tierer) sealable(seg *segState, now time.Time, max int) []chunkCut {
-	out := seg.cuts[:min(len(seg.cuts), max)]
+// ceiling (withOpen). The slice is the caller's: counting may go on
+// while it is sealed.
+func (t *Tierer) sealable(seg *segState, now time.Time, max int) (cuts []chunkCut, withOpen bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := slices.Clone(seg.cuts[:min(len(seg.cuts), max)])
 	if len(out) < max && len(out) == len(seg.cuts) && !seg.open.empty() &&
 		(seg.open.bytes >= t.cfg.MaxChunkBytes || now.Sub(seg.open.firstTime) >= t.cfg.sealAge()) {
-		out = append(slices.Clip(out), seg.open)
+		return append(out, seg.open), true
 	}
-	return out
+	return out, false
 }
 
 // sealRun builds, uploads and commits cuts (consecutive, starting at the

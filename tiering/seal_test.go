@@ -288,3 +288,46 @@ func TestTier1TruncatedWhenCaughtUp(t *testing.T) {
 		t.Fatal("tier 1 not truncated after catching up")
 	}
 }
+
+// While a backlog's complete chunks are sealed, the next pass's worth of
+// tier 1 is counted at once; every chunk still comes out once, in order,
+// with exactly the events' bytes, in both encodings.
+func TestBacklogCountedWhileSealing(t *testing.T) {
+	for _, enc := range []core.Encoding{core.EncodingLines, core.EncodingFramed} {
+		t.Run(string(enc), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.ChunksInFlight = 3
+			cfg.MaxBacklogBytes = 1 << 20
+			e := newEnv(t, cfg)
+			e.tr.passBytes = 2500 // three records of ten events a count
+			e.createStream("acme", "s", enc, 1)
+			evs := events("e", 300, 94) // 10 events a chunk in either encoding
+			for i := 0; i < len(evs); i += 10 {
+				e.append("acme", "s", "0", evs[i:i+10]...)
+			}
+			e.scan()
+			ss := e.tr.mu.streams["acme/s"]
+			if ss == nil {
+				t.Fatal("no stream state after a scan")
+			}
+			e.tr.mu.Lock()
+			scanned := ss.segs[0].scanned
+			e.tr.mu.Unlock()
+			if scanned != 60 {
+				t.Fatalf("one pass counted up to offset %d, want 60 (30, then 30 more while sealing)", scanned)
+			}
+			for i := 0; i < 20; i++ {
+				e.scan()
+			}
+			e.clock.Advance(time.Hour) // the last, partial chunk is sealed by age
+			e.scan()
+			if got, want := e.tier2Bytes("acme", "s", "0"), encodeAll(enc, evs); !bytes.Equal(got, want) {
+				t.Fatalf("tier 2 holds %d bytes, want %d", len(got), len(want))
+			}
+			if cs := e.chunks("acme", "s", "0"); len(cs) != 30 {
+				t.Fatalf("%d chunks, want 30", len(cs))
+			}
+			e.checkNoOrphans("acme/s/")
+		})
+	}
+}

@@ -32,6 +32,7 @@
 package tiering
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,15 +79,20 @@ type Tierer struct {
 	slots chan struct{}
 	// md5 hashes every chunk in flight in one SIMD server: a group's MD5s
 	// run side by side instead of one core's worth at a time.
-	md5   md5simd.Server
-	hooks struct {
+	md5 md5simd.Server
+	// passBytes bounds the tier-1 bytes one count reads
+	// (maxScanBytesPerPass; tests lower it).
+	passBytes int
+	hooks     struct {
 		beforeCommit func() error // tests: fail between upload and commit
 		// tests: fail between a retention commit and the object's deletion
 		beforeRetentionDelete func() error
 	}
 
-	// mu guards the state below. Only the scanning goroutine writes it;
-	// Status and Backpressure read it. No I/O happens under mu.
+	// mu guards the state below and the segments' counts and cuts. The
+	// scanning goroutine writes them, and while it counts a backlog ahead
+	// (scanSegment), the seal it started commits beside it; Status and
+	// Backpressure read them. No I/O happens under mu.
 	mu struct {
 		sync.Mutex
 		streams map[string]*streamState // tenant/stream
@@ -118,7 +124,8 @@ type segState struct {
 	pending int64
 	oldest  time.Time
 	// The scanned range cut into chunks: cuts are complete, open is the
-	// rest (possibly empty). Only the stream's scanning worker uses them.
+	// rest (possibly empty). Counting appends to them and committing drops
+	// the sealed ones, both under Tierer.mu (they may run at once).
 	cuts []chunkCut
 	open chunkCut
 	// intents are the keys of uploads not yet committed.
@@ -147,6 +154,7 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	}
 	t := &Tierer{cfg: cfg, store: store, cat: store.Catalog(), be: be, log: o.Logger, now: o.Now, done: make(chan struct{})}
 	t.slots = make(chan struct{}, cfg.ChunksInFlight)
+	t.passBytes = maxScanBytesPerPass
 	t.md5 = md5simd.NewServer()
 	t.mu.streams = map[string]*streamState{}
 	m, err := newMetrics(o.Registerer, t)
@@ -449,47 +457,44 @@ const (
 )
 
 // scanSegment counts what tier 1 holds beyond the scanned offset (at most
-// maxScanBytesPerPass of it) and seals the chunks that are due. It reports
+// maxScanBytesPerPass of it, and as much again while sealing a backlog)
+// and seals the chunks that are due. It reports
 // whether the segment has more to seal at once than the pass's bounds
 // allowed.
 func (t *Tierer) scanSegment(ctx context.Context, ss *streamState, seg *segState, info core.SegmentInfo) bool {
-	if seg.scanned < info.NextOffset {
-		read := 0
-		err := t.store.Scan(ctx, ss.tenant, ss.name, seg.id, seg.scanned, info.NextOffset, func(first uint64, at time.Time, events [][]byte) error {
-			if read >= maxScanBytesPerPass {
-				return errPassFull
-			}
-			t.mu.Lock()
-			for i, e := range events {
-				sz := encodedSize(ss.enc, len(e))
-				t.count(seg, first+uint64(i), at, sz)
-				if seg.oldest.IsZero() {
-					seg.oldest = at
-				}
-				seg.pending += sz
-				read += len(e)
-			}
-			seg.scanned = first + uint64(len(events))
-			t.mu.Unlock()
-			return nil
-		})
-		if err != nil && !errors.Is(err, errPassFull) {
-			if ctx.Err() == nil {
-				t.fail(seg, fmt.Errorf("read tier 1 at offset %d: %w", seg.scanned, err))
-			}
-			return false
+	if err := t.countTier1(ctx, ss, seg, info); err != nil {
+		if ctx.Err() == nil {
+			t.fail(seg, err)
 		}
+		return false
 	}
+	countedAhead := false
 	for sealed := 0; sealed < maxSealsPerPass && ctx.Err() == nil; {
 		now := t.now()
 		if now.Before(seg.retryAt) {
 			return false
 		}
-		cuts := t.sealable(seg, now, maxSealsPerPass-sealed)
+		cuts, withOpen := t.sealable(seg, now, maxSealsPerPass-sealed)
 		if len(cuts) == 0 {
 			return seg.scanned < info.NextOffset
 		}
-		if err := t.sealRun(ctx, ss, seg, cuts); err != nil {
+		var err, countErr error
+		if !withOpen && !countedAhead && seg.scanned < info.NextOffset {
+			// A backlog: while these complete chunks are sealed, the next
+			// pass's worth of tier 1 is counted, so that its chunks are cut
+			// by the time the window needs them (counting is one core's
+			// work, which would otherwise leave the other idle). The
+			// sealing leaves the open cut alone, which is all the counting
+			// extends, and both change the shared state under t.mu.
+			countedAhead = true
+			sealErr := make(chan error, 1)
+			go func() { sealErr <- t.sealRun(ctx, ss, seg, cuts) }()
+			countErr = t.countTier1(ctx, ss, seg, info)
+			err = <-sealErr
+		} else {
+			err = t.sealRun(ctx, ss, seg, cuts)
+		}
+		if err = cmp.Or(err, countErr); err != nil {
 			if ctx.Err() == nil {
 				t.fail(seg, err)
 			}
@@ -498,6 +503,43 @@ func (t *Tierer) scanSegment(ctx context.Context, ss *streamState, seg *segState
 		sealed += len(cuts)
 	}
 	return seg.scanned < info.NextOffset || len(seg.cuts) > 0 || seg.open.bytes >= t.cfg.MaxChunkBytes
+}
+
+// countTier1 reads what tier 1 holds beyond the scanned offset, at most
+// passBytes of it, and counts it into the segment's cuts.
+func (t *Tierer) countTier1(ctx context.Context, ss *streamState, seg *segState, info core.SegmentInfo) error {
+	t.mu.Lock()
+	from := seg.scanned
+	t.mu.Unlock()
+	if from >= info.NextOffset {
+		return nil
+	}
+	read := 0
+	err := t.store.Scan(ctx, ss.tenant, ss.name, seg.id, from, info.NextOffset, func(first uint64, at time.Time, events [][]byte) error {
+		if read >= t.passBytes {
+			return errPassFull
+		}
+		t.mu.Lock()
+		for i, e := range events {
+			sz := encodedSize(ss.enc, len(e))
+			t.count(seg, first+uint64(i), at, sz)
+			if seg.oldest.IsZero() {
+				seg.oldest = at
+			}
+			seg.pending += sz
+			read += len(e)
+		}
+		seg.scanned = first + uint64(len(events))
+		t.mu.Unlock()
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPassFull) {
+		t.mu.Lock()
+		at := seg.scanned
+		t.mu.Unlock()
+		return fmt.Errorf("read tier 1 at offset %d: %w", at, err)
+	}
+	return nil
 }
 
 // errPassFull stops a scan that has counted a pass's worth of bytes.
