@@ -32,7 +32,7 @@ bench: build
 	$(GO) run ./bench/s3bench -size 256
 	$(GO) run ./bench/nfsbench -size 256
 	bash bench/webhdfsbench/with-minicluster.sh -size 256
-	$(GO) run ./bench/tierbench
+	$(GO) run ./bench/tierbench -pause 4m
 
 vet:
 	$(GO) vet ./...
