@@ -37,9 +37,11 @@ func main() {
 	maxLag := flag.Duration("max-lag", time.Second, "tiering.max_lag in the lag case")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the throughput case's first round of tiering to this file")
 	pause := flag.Duration("pause", 5*time.Second, "pause between throughput rounds (a round writes about 1 GiB; a virtual disk with a write budget needs minutes to refill it)")
+	inFlight := flag.Int("chunks-in-flight", tiering.DefaultConfig().ChunksInFlight, "tiering.chunks_in_flight in the throughput case")
 	rounds := flag.Int("rounds", 3, "throughput rounds (each a fresh backlog: copied, tiered, and its chunks copied); the ratio is their median")
 	flag.Parse()
 	profile = *cpuProfile
+	chunksInFlight = *inFlight
 	os.RemoveAll(*dir)
 	defer os.RemoveAll(*dir)
 	if err := throughputRounds(filepath.Join(*dir, "throughput"), int64(*sizeMiB)<<20, *rounds, *pause); err != nil {
@@ -55,6 +57,9 @@ func main() {
 
 // profile is the -cpuprofile file, if any.
 var profile string
+
+// chunksInFlight is tiering.chunks_in_flight in the throughput case.
+var chunksInFlight int
 
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "tierbench:", err)
@@ -174,6 +179,7 @@ func throughput(dir string, size int64, withProfile bool) (roundResult, error) {
 		events += uint64(len(batch))
 	}
 	tcfg := tiering.DefaultConfig()
+	tcfg.ChunksInFlight = chunksInFlight
 	tcfg.FS.Dir = filepath.Join(dir, "tier2")
 
 	// Baseline: copy the segment's tier-1 files into chunk-sized files,
