@@ -76,8 +76,9 @@ func (t *Tierer) sealable(seg *segState, now time.Time, max int) (cuts []chunkCu
 // as soon as the builds from the tiered offset on have finished, they are
 // committed (with the intent for the builds started next) in one synced
 // batch, while the builds behind them go on, so that the disk syncs one
-// chunk while the CPU encodes and hashes the next. When a build fails, no more are started, the finished ones before
-// it are still committed, and its error is returned.
+// chunk while the CPU encodes and hashes the next. When a build fails, no
+// more are started, the finished ones before it are still committed, and
+// its error is returned.
 func (t *Tierer) sealRun(ctx context.Context, ss *streamState, seg *segState, cuts []chunkCut) error {
 	recs := make([]ChunkRecord, len(cuts))
 	keys := make([]string, len(cuts))

@@ -458,9 +458,8 @@ const (
 
 // scanSegment counts what tier 1 holds beyond the scanned offset (at most
 // maxScanBytesPerPass of it, and as much again while sealing a backlog)
-// and seals the chunks that are due. It reports
-// whether the segment has more to seal at once than the pass's bounds
-// allowed.
+// and seals the chunks that are due. It reports whether the segment has
+// more to seal at once than the pass's bounds allowed.
 func (t *Tierer) scanSegment(ctx context.Context, ss *streamState, seg *segState, info core.SegmentInfo) bool {
 	if err := t.countTier1(ctx, ss, seg, info); err != nil {
 		if ctx.Err() == nil {
