@@ -37,9 +37,12 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("Lookup of a missing name: %v", err)
 	}
 	// Observe runs after the answer is written, so the client may see it
-	// a moment before the count moves.
+	// a moment before the count moves. READs run beside the connection's
+	// other calls, so the LOOKUP after the READ may be counted first: wait
+	// for both.
 	deadline := time.Now().Add(5 * time.Second)
-	for testutil.ToFloat64(srv.met.failed.WithLabelValues("nfs.LOOKUP")) < 1 && time.Now().Before(deadline) {
+	for (testutil.ToFloat64(srv.met.failed.WithLabelValues("nfs.LOOKUP")) < 1 ||
+		testutil.ToFloat64(srv.met.requests.WithLabelValues("nfs.READ")) < 1) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if n := testutil.ToFloat64(srv.met.requests.WithLabelValues("nfs.READ")); n < 1 {
