@@ -26,8 +26,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/silt-io/silt/core"
 )
 
@@ -131,7 +129,7 @@ func fsyncLoop(dir string, size int, dur time.Duration) result {
 		if _, err := f.Write(buf); err != nil {
 			fatal(err)
 		}
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		if err := datasync(f); err != nil {
 			fatal(err)
 		}
 		r.lat = append(r.lat, time.Since(t))

@@ -56,49 +56,8 @@ type OS struct{}
 
 type osFile struct{ *os.File }
 
-func (f osFile) Sync() error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if !errors.Is(err, unix.EINTR) {
-			if err != nil {
-				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
-			}
-			return nil
-		}
-	}
-}
-
 // iovMax is the most buffers one pwritev takes (IOV_MAX on Linux).
 const iovMax = 1024
-
-func (f osFile) WriteVAt(bufs [][]byte, off int64) error {
-	fd := int(f.Fd())
-	for len(bufs) > 0 {
-		batch := bufs[:min(len(bufs), iovMax)]
-		n, err := unix.Pwritev(fd, batch, off)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return &os.PathError{Op: "pwritev", Path: f.Name(), Err: err}
-		}
-		off += int64(n)
-		// Drop what was written; a short write resumes mid-buffer.
-		for n > 0 && len(bufs) > 0 {
-			if n >= len(bufs[0]) {
-				n -= len(bufs[0])
-				bufs = bufs[1:]
-				continue
-			}
-			bufs = append([][]byte{bufs[0][n:]}, bufs[1:]...)
-			n = 0
-		}
-		for len(bufs) > 0 && len(bufs[0]) == 0 {
-			bufs = bufs[1:]
-		}
-	}
-	return nil
-}
 
 // Mapper is implemented by files whose bytes can be mapped into memory
 // (the OS's; CrashFS's files are not, so crash tests read as before).
