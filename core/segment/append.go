@@ -42,9 +42,11 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 	}
 	if b.WriterID != "" {
 		if ws, ok := l.mu.writers[b.WriterID]; ok && b.Seq <= ws.seq {
+			// ws.g is cleared by the leader under the lock: read it here.
+			inflight := ws.g
 			l.mu.Unlock()
 			putBuf(buf)
-			return l.duplicate(ctx, b, ws)
+			return l.duplicate(ctx, b, ws, inflight)
 		}
 	}
 	g := l.mu.pending
@@ -59,7 +61,9 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 	l.mu.next += uint64(len(b.Events))
 	g.next = l.mu.next
 	if b.WriterID != "" {
-		l.mu.writers[b.WriterID] = &writerState{seq: b.Seq, first: res.FirstOffset, count: res.Count, time: now, g: g}
+		ws := &writerState{seq: b.Seq, first: res.FirstOffset, count: res.Count, time: now, g: g}
+		l.mu.writers[b.WriterID] = ws
+		g.writers = append(g.writers, ws)
 	}
 	lead := !l.mu.leading
 	if lead {
@@ -87,15 +91,16 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 // duplicate answers a retried batch: with the original's offsets when it is
 // the writer's latest batch (waiting for its commit if still in flight),
 // with ErrSeqConflict for an older sequence number.
-func (l *Log) duplicate(ctx context.Context, b Batch, ws *writerState) (Result, error) {
+// inflight is the group that holds the original, if it is not committed.
+func (l *Log) duplicate(ctx context.Context, b Batch, ws *writerState, inflight *group) (Result, error) {
 	if b.Seq != ws.seq {
 		return Result{}, fmt.Errorf("%w: writer %q sent sequence %d, last stored is %d", ErrSeqConflict, b.WriterID, b.Seq, ws.seq)
 	}
-	if ws.g != nil {
+	if inflight != nil {
 		select {
-		case <-ws.g.done:
-			if ws.g.err != nil {
-				return Result{}, ws.g.err
+		case <-inflight.done:
+			if inflight.err != nil {
+				return Result{}, inflight.err
 			}
 		case <-ctx.Done():
 			return Result{}, fmt.Errorf("append not acknowledged: %w", ctx.Err())
@@ -193,10 +198,8 @@ func (l *Log) lead() {
 		}
 		cur.size += g.size
 		l.mu.committed = g.next
-		for _, ws := range l.mu.writers {
-			if ws.g == g {
-				ws.g = nil
-			}
+		for _, ws := range g.writers {
+			ws.g = nil
 		}
 		close(l.mu.notify)
 		l.mu.notify = make(chan struct{})

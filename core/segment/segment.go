@@ -117,6 +117,9 @@ type group struct {
 	first   uint64   // offset of the first event in recs
 	next    uint64   // offset after the last event in recs
 	records []indexEntry
+	// writers are the states of the idempotent writers whose batches
+	// are in recs; they point at the group until it is committed.
+	writers []*writerState
 	done    chan struct{}
 	err     error
 }

@@ -263,3 +263,62 @@ func TestRecoversAfterWriteError(t *testing.T) {
 		t.Fatalf("stored %v", got)
 	}
 }
+
+// TestRetryWhileInFlight sends every batch twice at once, as a producer
+// does whose first attempt timed out while its commit was still under
+// way: each batch is stored once and both answers give its offsets. (Run
+// under -race it also covers the retry's look at the original's commit
+// group while the leader finishes it.)
+func TestRetryWhileInFlight(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	l := openT(t, fs, 1<<16)
+	defer l.Close()
+	const writers, per = 16, 40
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				b := Batch{Events: ev(fmt.Sprintf("%02d-%03d", w, i)), WriterID: fmt.Sprint("w", w), Seq: uint64(i + 1)}
+				var res [2]Result
+				var errs2 [2]error
+				var pair sync.WaitGroup
+				for k := range 2 {
+					pair.Add(1)
+					go func() {
+						defer pair.Done()
+						res[k], errs2[k] = l.Append(ctx, b)
+					}()
+				}
+				pair.Wait()
+				if errs2[0] != nil || errs2[1] != nil {
+					errs <- fmt.Errorf("batch %d/%d: %v, %v", w, i, errs2[0], errs2[1])
+					return
+				}
+				if res[0].FirstOffset != res[1].FirstOffset || res[0].Duplicate == res[1].Duplicate {
+					errs <- fmt.Errorf("batch %d/%d: answers %+v and %+v, want one original and one duplicate at the same offset", w, i, res[0], res[1])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := readAll(t, l)
+	if len(got) != writers*per {
+		t.Fatalf("stored %d events, want %d", len(got), writers*per)
+	}
+	seen := map[string]bool{}
+	for _, e := range got {
+		if seen[e] {
+			t.Fatalf("%s stored twice", e)
+		}
+		seen[e] = true
+	}
+}
