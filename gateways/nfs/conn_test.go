@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -138,14 +139,25 @@ func TestRepliesWholeUnderLoad(t *testing.T) {
 type diskView struct {
 	view.View
 	path, file string
+	// noReadAt makes the file's ReadAt fail, so that only READs sent
+	// from its descriptor succeed.
+	noReadAt bool
 }
 
 type diskFile struct {
 	*os.File
-	size int64
+	size     int64
+	noReadAt bool
 }
 
 func (f diskFile) Size() int64 { return f.size }
+
+func (f diskFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.noReadAt && len(p) > 0 {
+		return 0, errors.New("ReadAt of a file READ should send from its descriptor")
+	}
+	return f.File.ReadAt(p, off)
+}
 
 func (d *diskView) Open(ctx context.Context, p string) (view.File, error) {
 	if p != d.path {
@@ -160,7 +172,7 @@ func (d *diskView) Open(ctx context.Context, p string) (view.File, error) {
 		f.Close()
 		return nil, err
 	}
-	return diskFile{f, st.Size()}, nil
+	return diskFile{f, st.Size(), d.noReadAt}, nil
 }
 
 func pipelineRawReads(t *testing.T, addr string, want []byte) {

@@ -3,9 +3,11 @@ package nfs
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/silt-io/silt/view"
 )
@@ -13,7 +15,8 @@ import (
 // TestReadMappedFile reads a file on disk, which READ sends from a memory
 // mapping, at offsets that end inside it, at its end and past it, with
 // odd counts (padding), and checks each reply's count, eof flag and bytes
-// against the same READs of the copied (in-memory) file.
+// against the same READs of the copied (in-memory) file. The file's
+// ReadAt fails, so a READ that took the copy path would fail.
 func TestReadMappedFile(t *testing.T) {
 	e := newEnv(t)
 	want := e.files[bigChunk]
@@ -21,7 +24,7 @@ func TestReadMappedFile(t *testing.T) {
 	if err := os.WriteFile(p, want, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(DefaultConfig(), &diskView{View: e.mem, path: bigChunk, file: p}, e.store, testKey, nil)
+	srv, err := New(DefaultConfig(), &diskView{View: e.mem, path: bigChunk, file: p, noReadAt: true}, e.store, testKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +80,7 @@ func TestSmallOrMemoryFilesNotMapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, vf := range map[string]view.File{
-		"small": diskFile{f, 4},
+		"small": diskFile{f, 4, false},
 		"mem":   closeCounter{bytes.NewReader(make([]byte, 1<<20)), nil},
 	} {
 		of := &openFile{f: vf, info: view.FileInfo{Size: vf.Size()}}
@@ -124,4 +127,43 @@ func readRaw(c *rawConn, fh []byte, off uint64, count uint32) rawRead {
 		c.t.Errorf("READ %d+%d: padding %x", off, count, b[n:])
 	}
 	return r
+}
+
+// TestMappedFileShrunk: a mapped file that shrank after it was opened
+// (chunk files never do) cannot supply the bytes its reply's header
+// promised: write(2) fails on the pages past the new end instead of the
+// process faulting, the connection is closed rather than left with a
+// short record, and a new connection is served.
+func TestMappedFileShrunk(t *testing.T) {
+	e := newEnv(t)
+	p := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(p, e.files[bigChunk], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := serveView(t, DefaultConfig(), &diskView{View: e.mem, path: bigChunk, file: p})
+	c := dialRaw(t, addr)
+	fh := c.lookupPath(c.rootHandle("/"), bigChunk)
+	readRaw(c, fh, 0, 4096) // opens and caches the file
+	if err := os.Truncate(p, 70000); err != nil {
+		t.Fatal(err)
+	}
+	args := append(xdrString(string(fh)), be(0, 100000, 65536)...)
+	msg := append(be(77, 0, 2, progNFS, 3, 6, 0, 0, 0, 0), args...)
+	c.c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.c.Write(append(be(uint32(len(msg))|1<<31), msg...)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c.c)
+	if err != nil {
+		t.Fatalf("reading the reply: %v, want the connection closed", err)
+	}
+	if len(got) >= 4 {
+		if n := int(binary.BigEndian.Uint32(got) &^ (1 << 31)); len(got)-4 >= n {
+			t.Fatalf("read a whole %d-byte record from a file that shrank", n)
+		}
+	}
+	c2 := dialRaw(t, addr)
+	if r := readRaw(c2, c2.lookupPath(c2.rootHandle("/"), bigChunk), 0, 100); r.status != 0 {
+		t.Fatalf("READ on a new connection: status %d", r.status)
+	}
 }
