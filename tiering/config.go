@@ -36,9 +36,8 @@ type Config struct {
 	// ChunksInFlight is how many chunks are built and uploaded at once,
 	// across all streams. A segment with a backlog of full chunks seals
 	// up to this many together and commits them in one catalog batch;
-	// each build holds about 2 MiB of buffers, and an s3 upload also
-	// buffers up to a part. 0 picks by backend (see InFlight).
-	ChunksInFlight int `koanf:"chunks_in_flight" help:"chunks built and uploaded at once across all streams (a backlog's full chunks go together); 0 picks by backend: 16 for fs, 8 for s3 and hdfs"`
+	// each build holds about 2 MiB of buffers.
+	ChunksInFlight int `koanf:"chunks_in_flight" help:"chunks built and uploaded at once across all streams (a backlog's full chunks go together)"`
 }
 
 // FSConfig configures the fs backend.
@@ -157,7 +156,7 @@ func DefaultConfig() Config {
 		Interval:        250 * time.Millisecond,
 		MaxBacklogBytes: 1 << 30,
 		Streams:         4,
-		ChunksInFlight:  0,
+		ChunksInFlight:  8,
 		Retry:           RetryConfig{Initial: 200 * time.Millisecond, Max: 30 * time.Second},
 	}
 }
@@ -186,8 +185,8 @@ func (c Config) Validate() error {
 	if c.Streams < 1 || c.Streams > 256 {
 		return fmt.Errorf("tiering: streams must be 1 to 256, got %d", c.Streams)
 	}
-	if c.ChunksInFlight < 0 || c.ChunksInFlight > 64 {
-		return fmt.Errorf("tiering: chunks_in_flight must be 0 (by backend) to 64, got %d", c.ChunksInFlight)
+	if c.ChunksInFlight < 1 || c.ChunksInFlight > 64 {
+		return fmt.Errorf("tiering: chunks_in_flight must be 1 to 64, got %d", c.ChunksInFlight)
 	}
 	if c.MaxBacklogBytes < c.MaxChunkBytes {
 		return fmt.Errorf("tiering: max_backlog_bytes must be at least max_chunk_bytes")
@@ -196,25 +195,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tiering: need 0 < retry.initial <= retry.max")
 	}
 	return nil
-}
-
-// InFlight is the number of chunks built and uploaded at once: the
-// configured chunks_in_flight, or for 0 one suited to the backend. With
-// fs, 16: the multi-buffer MD5 hasher (its cost is most of a build's)
-// spreads its lanes over two cores only with more than eight chunks in
-// flight, and an fs upload buffers nothing but the build's 2 MiB. With
-// s3, 8: each upload buffers up to a part (a whole 8 MiB chunk by
-// default), and network uploads overlap their waits anyway; hdfs too,
-// for its uploads wait on the network the same way.
-func (c Config) InFlight() int {
-	switch {
-	case c.ChunksInFlight > 0:
-		return c.ChunksInFlight
-	case c.Backend == "fs":
-		return 16
-	default:
-		return 8
-	}
 }
 
 // sealAge is the age of a chunk's oldest event at which it is sealed.

@@ -24,9 +24,6 @@ func TestConfigValidate(t *testing.T) {
 		{"zero interval", func(c *Config) { c.Interval = 0 }, false},
 		{"backlog below a chunk", func(c *Config) { c.MaxBacklogBytes = c.MaxChunkBytes - 1 }, false},
 		{"retry max below initial", func(c *Config) { c.Retry.Max = c.Retry.Initial / 2 }, false},
-		{"negative chunks in flight", func(c *Config) { c.ChunksInFlight = -1 }, false},
-		{"too many chunks in flight", func(c *Config) { c.ChunksInFlight = 65 }, false},
-		{"chunks in flight set", func(c *Config) { c.ChunksInFlight = 64 }, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,23 +33,6 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
 			}
 		})
-	}
-}
-
-// chunks_in_flight 0 picks the window by backend; a set value is kept.
-func TestInFlight(t *testing.T) {
-	for _, tc := range []struct {
-		backend string
-		set     int
-		want    int
-	}{
-		{"fs", 0, 16}, {"s3", 0, 8}, {"hdfs", 0, 8}, {"fs", 3, 3}, {"s3", 32, 32},
-	} {
-		c := DefaultConfig()
-		c.Backend, c.ChunksInFlight = tc.backend, tc.set
-		if got := c.InFlight(); got != tc.want {
-			t.Errorf("backend %s, chunks_in_flight %d: InFlight() = %d, want %d", tc.backend, tc.set, got, tc.want)
-		}
 	}
 }
 

@@ -88,7 +88,7 @@ func (t *Tierer) sealRun(ctx context.Context, ss *streamState, seg *segState, cu
 		recs[i].Key = PrefixedObjectKey(ss.prefix, ss.tenant, ss.name, seg.id, recs[i].Name)
 		keys[i] = recs[i].Key
 	}
-	window := t.cfg.InFlight()
+	window := t.cfg.ChunksInFlight
 	launch := min(len(cuts), window)
 	if err := t.recordIntents(ctx, ss, seg, keys[:launch]); err != nil {
 		return err

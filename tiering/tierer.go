@@ -153,7 +153,7 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 		o.Now = time.Now
 	}
 	t := &Tierer{cfg: cfg, store: store, cat: store.Catalog(), be: be, log: o.Logger, now: o.Now, done: make(chan struct{})}
-	t.slots = make(chan struct{}, cfg.InFlight())
+	t.slots = make(chan struct{}, cfg.ChunksInFlight)
 	t.passBytes = maxScanBytesPerPass
 	t.md5 = md5simd.NewServer()
 	t.mu.streams = map[string]*streamState{}

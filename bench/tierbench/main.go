@@ -37,7 +37,7 @@ func main() {
 	maxLag := flag.Duration("max-lag", time.Second, "tiering.max_lag in the lag case")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the throughput case's first round of tiering to this file")
 	pause := flag.Duration("pause", 5*time.Second, "pause between throughput rounds (a round writes about 1 GiB; a virtual disk with a write budget needs minutes to refill it)")
-	inFlight := flag.Int("chunks-in-flight", tiering.DefaultConfig().ChunksInFlight, "tiering.chunks_in_flight in the throughput case (0: by backend, the default)")
+	inFlight := flag.Int("chunks-in-flight", tiering.DefaultConfig().ChunksInFlight, "tiering.chunks_in_flight in the throughput case")
 	rounds := flag.Int("rounds", 3, "throughput rounds (each a fresh backlog: copied, tiered, and its chunks copied); the ratio is their median")
 	flag.Parse()
 	profile = *cpuProfile
