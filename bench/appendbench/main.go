@@ -9,7 +9,10 @@
 //     producers of 1 KiB events;
 //   - silt over HTTP against a real `silt serve` child process: 1, 16 and
 //     256 synchronous producers, and 256 batching SDK producers, with the
-//     server's peak RSS.
+//     server's peak RSS;
+//   - the single synchronous HTTP producer again, in slices alternating
+//     with slices of the 1 KiB loop (http-paired), so that each ratio
+//     compares the two on the disk as it is at that moment.
 //
 // Targets are ratios, never timed assertions.
 package main
@@ -56,16 +59,18 @@ func main() {
 	silt := flag.String("silt", "bin/silt", "silt binary for the HTTP cases (build with make build)")
 	httpCases := flag.Bool("http", true, "run the HTTP cases against a silt serve child process")
 	serverFlags := flag.String("server-flags", "", "extra flags for the silt serve child, space separated (e.g. --api.max_inflight_bytes=67108864)")
-	cases := flag.String("cases", "inproc,http-sync,http-batch", "cases to run besides the baselines, comma separated: inproc, http-sync, http-batch")
+	cases := flag.String("cases", "inproc,http-sync,http-batch,http-paired", "cases to run besides the baselines, comma separated: inproc, http-sync, http-batch, http-paired")
+	pairs := flag.Int("pairs", 10, "http-paired: pairs of slices (fsync loop, then one synchronous HTTP producer)")
+	slice := flag.Duration("slice", time.Second, "http-paired: length of each slice")
 	flag.Parse()
 	want := map[string]bool{}
 	for _, c := range strings.Split(*cases, ",") {
 		switch c = strings.TrimSpace(c); c {
-		case "inproc", "http-sync", "http-batch":
+		case "inproc", "http-sync", "http-batch", "http-paired":
 			want[c] = true
 		case "":
 		default:
-			fatal(fmt.Errorf("unknown case %q in -cases (want inproc, http-sync or http-batch)", c))
+			fatal(fmt.Errorf("unknown case %q in -cases (want inproc, http-sync, http-batch or http-paired)", c))
 		}
 	}
 	// A run cut short leaves its data behind; start from nothing.
@@ -98,6 +103,11 @@ func main() {
 	base1k, base64k := merge(before1k, after1k), merge(before64k, after64k)
 	loops := []result{named(before1k, " (before)"), named(after1k, " (after)"), base1k, named(before64k, " (before)"), named(after64k, " (after)"), base64k}
 	report(append(loops, rs...), base1k, base64k)
+	if *httpCases && want["http-paired"] && *pairs > 0 {
+		if err := pairedRun(*silt, *dir, *pairs, *slice, strings.Fields(*serverFlags)); err != nil {
+			fatal(err)
+		}
+	}
 }
 
 // merge pools two runs of the same loop into one result.
