@@ -9,17 +9,7 @@ import (
 
 // Sync is fdatasync: the data and what is needed to read it back, not the
 // mtime.
-func (f osFile) Sync() error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if !errors.Is(err, unix.EINTR) {
-			if err != nil {
-				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
-			}
-			return nil
-		}
-	}
-}
+func (f osFile) Sync() error { return f.syncWith("fdatasync", unix.Fdatasync) }
 
 func (f osFile) WriteVAt(bufs [][]byte, off int64) error {
 	fd := int(f.Fd())

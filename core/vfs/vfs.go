@@ -56,6 +56,21 @@ type OS struct{}
 
 type osFile struct{ *os.File }
 
+// syncWith makes a sync call on the file's descriptor until it is not
+// interrupted; op names the call in the error.
+func (f osFile) syncWith(op string, sync func(fd int) error) error {
+	for {
+		err := sync(int(f.Fd()))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: op, Path: f.Name(), Err: err}
+		}
+		return nil
+	}
+}
+
 // iovMax is the most buffers one pwritev takes (IOV_MAX on Linux).
 const iovMax = 1024
 
