@@ -10,6 +10,8 @@
 //   - silt over HTTP against a real `silt serve` child process: 1, 16 and
 //     256 synchronous producers, and 256 batching SDK producers, with the
 //     server's peak RSS;
+//   - the same synchronous appends against a no-op server child
+//     (http-floor): what the round trip costs before silt does anything;
 //   - the single synchronous HTTP producer again, in slices alternating
 //     with slices of the 1 KiB loop (http-paired), so that each ratio
 //     compares the two on the disk as it is at that moment.
@@ -59,18 +61,23 @@ func main() {
 	silt := flag.String("silt", "bin/silt", "silt binary for the HTTP cases (build with make build)")
 	httpCases := flag.Bool("http", true, "run the HTTP cases against a silt serve child process")
 	serverFlags := flag.String("server-flags", "", "extra flags for the silt serve child, space separated (e.g. --api.max_inflight_bytes=67108864)")
-	cases := flag.String("cases", "inproc,http-sync,http-batch,http-paired", "cases to run besides the baselines, comma separated: inproc, http-sync, http-batch, http-paired")
+	cases := flag.String("cases", "inproc,http-sync,http-batch,http-floor,http-paired", "cases to run besides the baselines, comma separated: inproc, http-sync, http-batch, http-floor, http-paired")
+	floorAddr := flag.String("serve-floor", "", "run as the http-floor case's no-op server child on this address")
 	pairs := flag.Int("pairs", 10, "http-paired: pairs of slices (fsync loop, then one synchronous HTTP producer)")
 	slice := flag.Duration("slice", time.Second, "http-paired: length of each slice")
 	flag.Parse()
+	if *floorAddr != "" {
+		serveFloor(*floorAddr)
+		return
+	}
 	want := map[string]bool{}
 	for _, c := range strings.Split(*cases, ",") {
 		switch c = strings.TrimSpace(c); c {
-		case "inproc", "http-sync", "http-batch", "http-paired":
+		case "inproc", "http-sync", "http-batch", "http-floor", "http-paired":
 			want[c] = true
 		case "":
 		default:
-			fatal(fmt.Errorf("unknown case %q in -cases (want inproc, http-sync, http-batch or http-paired)", c))
+			fatal(fmt.Errorf("unknown case %q in -cases (want inproc, http-sync, http-batch, http-floor or http-paired)", c))
 		}
 	}
 	// A run cut short leaves its data behind; start from nothing.
@@ -97,6 +104,13 @@ func main() {
 			fatal(err)
 		}
 		rs = append(rs, hr...)
+	}
+	if *httpCases && want["http-floor"] {
+		fr, err := floorRuns(*dur)
+		if err != nil {
+			fatal(err)
+		}
+		rs = append(rs, fr...)
 	}
 	after1k := fsyncLoop(*dir, 1<<10, *dur)
 	after64k := fsyncLoop(*dir, 64<<10, *dur)

@@ -78,3 +78,15 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		t.Fatalf("misspelt env var: code %d, stderr %q", code, errb.String())
 	}
 }
+
+// Negative runtime settings are refused, naming the key.
+func TestServeRejectsBadRuntimeConfig(t *testing.T) {
+	for _, flag := range []string{"--runtime.gc_percent=-1", "--runtime.memory_limit_bytes=-1"} {
+		var out, errb strings.Builder
+		code := run([]string{"serve", "--print-config", flag}, nil, &out, &errb)
+		key := strings.TrimPrefix(strings.SplitN(flag, "=", 2)[0], "--")
+		if code == 0 || !strings.Contains(errb.String(), key) {
+			t.Errorf("%s: code %d, stderr %q; want a refusal naming %s", flag, code, errb.String(), key)
+		}
+	}
+}
