@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -205,4 +206,34 @@ func (c *Client) ListS3Keys(ctx context.Context, principal string) ([]S3Key, err
 // RevokeS3Key deletes an S3 access key.
 func (c *Client) RevokeS3Key(ctx context.Context, accessKeyID string) error {
 	return c.doJSON(ctx, del(pathOf("v1", "s3-keys", accessKeyID)), nil, nil)
+}
+
+// DelegationToken is a live WebHDFS delegation token as an admin sees it
+// (no password).
+type DelegationToken struct {
+	ID      int32     `json:"id"`
+	Owner   string    `json:"owner"`
+	Renewer string    `json:"renewer"`
+	Issued  time.Time `json:"issued"`
+	Expires time.Time `json:"expires"`  // unless renewed before
+	MaxDate time.Time `json:"max_date"` // no renewal goes past it
+}
+
+// ListDelegationTokens lists the WebHDFS head's live delegation tokens,
+// only owner's unless owner is "".
+func (c *Client) ListDelegationTokens(ctx context.Context, owner string) ([]DelegationToken, error) {
+	rq := get(pathOf("v1", "delegation-tokens"))
+	if owner != "" {
+		rq.query = url.Values{"owner": {owner}}
+	}
+	var out struct {
+		Tokens []DelegationToken `json:"tokens"`
+	}
+	err := c.doJSON(ctx, rq, nil, &out)
+	return out.Tokens, err
+}
+
+// CancelDelegationToken ends a WebHDFS delegation token by its id.
+func (c *Client) CancelDelegationToken(ctx context.Context, id int32) error {
+	return c.doJSON(ctx, del(pathOf("v1", "delegation-tokens", strconv.FormatInt(int64(id), 10))), nil, nil)
 }

@@ -177,6 +177,8 @@ func runClient(verb string, args []string, stdin io.Reader, stdout, stderr io.Wr
 		err = runWhoami(args, stdin, stdout, stderr)
 	case "s3-key":
 		err = runS3Key(args, stdin, stdout, stderr)
+	case "delegation-token":
+		err = runDelegationToken(args, stdin, stdout, stderr)
 	default:
 		return usageError{fmt.Errorf("unknown verb %q (see silt help)", verb)}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -422,6 +423,46 @@ func runS3Key(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 				return err
 			}
 			fmt.Fprintf(stdout, "revoked S3 key %s\n", rest[0])
+			return nil
+		},
+	})
+}
+
+func runDelegationToken(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	ctx := context.Background()
+	return sub("delegation-token", args, map[string]func([]string) error{
+		"list": func(args []string) error {
+			c := newCLI("delegation-token list", "delegation-token list [--owner PRINCIPAL]", stdin, stdout, stderr)
+			owner := c.fs.String("owner", "", "only this principal's tokens")
+			_, cl, err := c.connect(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			ts, err := cl.ListDelegationTokens(ctx, *owner)
+			if err != nil {
+				return err
+			}
+			return c.print(ts, func(w io.Writer) {
+				fmt.Fprintln(w, "ID\tOWNER\tRENEWER\tISSUED\tEXPIRES\tMAX DATE")
+				for _, t := range ts {
+					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Owner, t.Renewer, fmtTime(t.Issued), fmtTime(t.Expires), fmtTime(t.MaxDate))
+				}
+			})
+		},
+		"cancel": func(args []string) error {
+			c := newCLI("delegation-token cancel", "delegation-token cancel ID", stdin, stdout, stderr)
+			rest, cl, err := c.connect(args, 1, 1)
+			if err != nil {
+				return err
+			}
+			id, err := strconv.ParseInt(rest[0], 10, 32)
+			if err != nil || id < 1 {
+				return usageError{fmt.Errorf("%q: want a token id as delegation-token list shows it", rest[0])}
+			}
+			if err := cl.CancelDelegationToken(ctx, int32(id)); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "cancelled delegation token %d\n", id)
 			return nil
 		},
 	})

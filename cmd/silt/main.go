@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 const usage = `silt — a stream store with S3, NFS and WebHDFS heads
@@ -21,6 +22,7 @@ Usage:
   silt principal create|list|delete ...       manage principals
   silt token create|list|revoke ...           manage a principal's API tokens
   silt s3-key create|list|revoke ...          manage a principal's S3 access keys
+  silt delegation-token list|cancel ...       list or cancel WebHDFS delegation tokens
   silt grant PRINCIPAL ACTION RESOURCE        allow read|append|admin on a resource
   silt revoke GRANT_ID                        remove a grant
   silt grants [PRINCIPAL]                     list grants
@@ -65,7 +67,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(stderr, "silt:", err)
+	// The SDK's API errors already begin with "silt: ".
+	if msg := err.Error(); strings.HasPrefix(msg, "silt: ") {
+		fmt.Fprintln(stderr, msg)
+	} else {
+		fmt.Fprintln(stderr, "silt:", msg)
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -270,6 +271,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 		return err
 	}
 	hdfssrv.UseDelegationTokens(dtokens)
+	srv.UseDelegationTokens(apiTokens{dtokens})
 	headMetrics, err := httpmetrics.New(reg)
 	if err != nil {
 		return err
@@ -408,4 +410,26 @@ func loadOrCreateKey(path string) ([]byte, error) {
 		return nil, err
 	}
 	return key, nil
+}
+
+// apiTokens lets the API's admin routes list and cancel the WebHDFS
+// head's delegation tokens.
+type apiTokens struct{ ts *webhdfs.TokenStore }
+
+func (a apiTokens) ListDelegationTokens(owner string) []api.DelegationToken {
+	var out []api.DelegationToken
+	for _, t := range a.ts.List(owner, time.Now()) {
+		out = append(out, api.DelegationToken{ID: t.ID, Owner: t.Owner, Renewer: t.Renewer, Issued: t.Issued, Expires: t.Expires, MaxDate: t.MaxDate})
+	}
+	return out
+}
+
+func (a apiTokens) CancelDelegationToken(id int32) error {
+	if err := a.ts.CancelID(id); err != nil {
+		if errors.Is(err, webhdfs.ErrInvalidToken) {
+			return fmt.Errorf("%w: delegation token %d (cancelled, expired or never issued)", acl.ErrNotFound, id)
+		}
+		return err
+	}
+	return nil
 }

@@ -223,6 +223,22 @@ code=$(curl -s -o "$WD/dt.err" -w '%{http_code}' "$HDFS/webhdfs/v1/acme/clicks?o
 expect_eq "delegation over curl: a cancelled token gets 403 SecurityException carrying InvalidToken" \
 	"$code $(jq -r '.RemoteException | "\(.exception) \(.message | split(": ")[1])"' "$WD/dt.err")" \
 	"403 SecurityException org.apache.hadoop.security.token.SecretManager\$InvalidToken"
+# An admin lists the analyst's live tokens and cancels one by its id, without
+# holding the token.
+dt2=$(curl -s -H "Authorization: Bearer $ANALYST_TOKEN" "$HDFS/webhdfs/v1/?op=GETDELEGATIONTOKEN&renewer=yarn" | jq -r .Token.urlString)
+expect_eq "delegation over curl: a new token reads" \
+	"$(curl -s -o /dev/null -w '%{http_code}' "$HDFS/webhdfs/v1/acme/clicks?op=LISTSTATUS&delegation=$dt2")" "200"
+"$SILT_BIN" delegation-token list --owner analyst -o json >"$WD/dts.json"
+dt2_id=$(jq -r 'map(.id) | max' "$WD/dts.json")
+expect_eq "silt delegation-token list: the newest token is the analyst's, renewable by yarn, with no password shown" \
+	"$(jq -r "map(select(.id == $dt2_id))[0] | \"\(.owner) \(.renewer) \(has(\"password\"))\"" "$WD/dts.json")" "analyst yarn false"
+expect_eq "silt delegation-token list: --owner lists what the whole list has for that owner" \
+	"$(jq -r 'length' "$WD/dts.json")" "$("$SILT_BIN" delegation-token list -o json | jq -r 'map(select(.owner == "analyst")) | length')"
+check "silt delegation-token cancel ID" "$SILT_BIN" delegation-token cancel "$dt2_id"
+expect_eq "silt delegation-token cancel: the token is refused at once" \
+	"$(curl -s -o /dev/null -w '%{http_code}' "$HDFS/webhdfs/v1/acme/clicks?op=LISTSTATUS&delegation=$dt2")" "403"
+expect_eq "silt delegation-token cancel: an unknown id is not found (exit 1)" \
+	"$("$SILT_BIN" delegation-token cancel "$dt2_id" >/dev/null 2>&1; echo $?)" "1"
 
 # --- Hadoop FileSystem contract tests -----------------------------------------
 # AbstractContract{Open,Seek,GetFileStatus,ContentSummary}Test from hadoop-common's

@@ -70,6 +70,8 @@ func (s *Server) routeTable() []route {
 		{pattern: "POST /v1/principals/{principal}/s3-keys", action: acl.Admin, prepare: s.issueS3Key},
 		{pattern: "GET /v1/principals/{principal}/s3-keys", action: acl.Admin, prepare: s.listS3Keys},
 		{pattern: "DELETE /v1/s3-keys/{key}", action: acl.Admin, prepare: s.revokeS3Key},
+		{pattern: "GET /v1/delegation-tokens", action: acl.Admin, prepare: s.listDelegationTokens},
+		{pattern: "DELETE /v1/delegation-tokens/{id}", action: acl.Admin, prepare: s.cancelDelegationToken},
 		{pattern: "POST /v1/grants", action: acl.Admin, prepare: s.addGrant},
 		{pattern: "GET /v1/grants", action: acl.Admin, prepare: s.listGrants},
 		{pattern: "DELETE /v1/grants/{grant}", action: acl.Admin, prepare: s.removeGrant},

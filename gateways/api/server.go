@@ -141,7 +141,8 @@ type Server struct {
 	drain     context.Context
 	stopDrain context.CancelFunc
 
-	tiering Tiering // nil: no tier policy (tests, embedded use)
+	tiering Tiering          // nil: no tier policy (tests, embedded use)
+	dtokens DelegationTokens // nil: no WebHDFS head
 }
 
 // New builds a server over store. Metrics are registered on reg; when reg

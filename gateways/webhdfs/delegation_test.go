@@ -2,6 +2,7 @@ package webhdfs
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -371,5 +372,41 @@ func TestTokenConfig(t *testing.T) {
 		if c.Validate() == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// An operator lists live tokens (by owner or all) without their
+// passwords, and cancels one by its ID, without holding the token.
+func TestDelegationTokenListAndCancelByID(t *testing.T) {
+	e := newTestEnv(t, DefaultConfig())
+	a1, _, id1 := e.getToken("alice", "&renewer=bob")
+	a2, _, id2 := e.getToken("alice", "")
+	_, _, id3 := e.getToken("bob", "")
+	now := time.Now()
+	all := e.srv.dt.List("", now)
+	if len(all) != 3 || all[0].ID != id1.sequence || all[1].ID != id2.sequence || all[2].ID != id3.sequence {
+		t.Fatalf("List(\"\") = %+v, want tokens %d, %d, %d in order", all, id1.sequence, id2.sequence, id3.sequence)
+	}
+	if got := all[0]; got.Owner != "alice" || got.Renewer != "bob" || got.Issued.UnixMilli() != id1.issueDate ||
+		got.MaxDate.UnixMilli() != id1.maxDate || !got.Expires.After(now) || got.Expires.After(got.MaxDate) {
+		t.Fatalf("first token listed as %+v (identifier %+v)", got, id1)
+	}
+	if got := e.srv.dt.List("bob", now); len(got) != 1 || got[0].ID != id3.sequence {
+		t.Fatalf("List(bob) = %+v", got)
+	}
+	if err := e.srv.dt.CancelID(id1.sequence); err != nil {
+		t.Fatal(err)
+	}
+	resp, b := e.withToken("GET", a1, "/webhdfs/v1/acme?op=LISTSTATUS")
+	wantTokenAuthFailure(t, resp, b, "can't be found in cache")
+	if resp, _ := e.withToken("GET", a2, "/webhdfs/v1/acme?op=LISTSTATUS"); resp.StatusCode != 200 {
+		t.Fatalf("another token was affected: %d", resp.StatusCode)
+	}
+	if err := e.srv.dt.CancelID(id1.sequence); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("second cancel: %v, want ErrInvalidToken", err)
+	}
+	// Expired tokens are not listed.
+	if got := e.srv.dt.List("", now.Add(8*24*time.Hour)); len(got) != 0 {
+		t.Fatalf("listed after every token expired: %+v", got)
 	}
 }

@@ -1,12 +1,14 @@
 package webhdfs
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -256,4 +258,48 @@ func (ts *TokenStore) Len() int {
 	ts.mu.RLock()
 	defer ts.mu.RUnlock()
 	return len(ts.mu.tokens)
+}
+
+// TokenInfo describes a live delegation token for an operator; it never
+// carries the password.
+type TokenInfo struct {
+	ID      int32 // the identifier's sequence number
+	Owner   string
+	Renewer string
+	Issued  time.Time
+	Expires time.Time // unless renewed before
+	MaxDate time.Time // no renewal goes past it
+}
+
+// List returns the live tokens, by ID; only owner's unless owner is "".
+func (ts *TokenStore) List(owner string, now time.Time) []TokenInfo {
+	ts.mu.RLock()
+	out := make([]TokenInfo, 0, len(ts.mu.tokens))
+	for seq, e := range ts.mu.tokens {
+		if e.rec.Expiry <= now.UnixMilli() || owner != "" && e.ident.owner != owner {
+			continue
+		}
+		out = append(out, TokenInfo{
+			ID: seq, Owner: e.ident.owner, Renewer: e.ident.renewer,
+			Issued:  time.UnixMilli(e.ident.issueDate).UTC(),
+			Expires: time.UnixMilli(e.rec.Expiry).UTC(),
+			MaxDate: time.UnixMilli(e.ident.maxDate).UTC(),
+		})
+	}
+	ts.mu.RUnlock()
+	slices.SortFunc(out, func(a, b TokenInfo) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// CancelID forgets the token with this sequence number, as an operator's
+// CANCELDELEGATIONTOKEN: the token itself is not needed, so a leaked one
+// can be ended without it. An unknown ID wraps ErrInvalidToken.
+func (ts *TokenStore) CancelID(id int32) error {
+	ts.mu.RLock()
+	e, ok := ts.mu.tokens[id]
+	ts.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("%w: no delegation token %d (cancelled, expired or never issued)", ErrInvalidToken, id)
+	}
+	return ts.cancel(e.ident)
 }
