@@ -327,3 +327,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// CloseIdleConnections closes the connections kept open for reuse; the
+// client stays usable. Pooled connections also close by themselves once
+// idle for 90 seconds.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }

@@ -34,8 +34,12 @@ type h1Transport struct {
 	maxIdle int
 	proxied http.RoundTripper // net/http's, for proxied requests
 
-	mu   sync.Mutex
-	idle map[string][]*h1Conn // by scheme://host
+	// idleTimeout is idleTimeout below; tests shorten it.
+	idleTimeout time.Duration
+
+	mu    sync.Mutex
+	idle  map[string][]*h1Conn // by scheme://host, oldest first
+	sweep *time.Timer          // closes expired idle connections; nil when none are pooled
 }
 
 func newH1Transport(cfg *tls.Config) *h1Transport {
@@ -44,11 +48,12 @@ func newH1Transport(cfg *tls.Config) *h1Transport {
 		std.TLSClientConfig = cfg.Clone()
 	}
 	return &h1Transport{
-		proxied: std,
-		tls:     cfg,
-		dialer:  net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
-		maxIdle: 1024,
-		idle:    map[string][]*h1Conn{},
+		proxied:     std,
+		tls:         cfg,
+		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		maxIdle:     1024,
+		idleTimeout: idleTimeout,
+		idle:        map[string][]*h1Conn{},
 	}
 }
 
@@ -62,7 +67,11 @@ type h1Conn struct {
 
 // idleTimeout drops pooled connections unused this long, below the
 // server's default keep-alive timeout (api.idle_timeout, 2 minutes), so
-// that a pooled connection is rarely one the server has just closed.
+// that a pooled connection is rarely one the server has just closed. A
+// timer closes them even when the pool is not used again: after a burst
+// of concurrent requests, a client that goes back to one at a time (or
+// quiet) would otherwise keep the burst's sockets open, half-closed by
+// the server, for as long as it runs.
 const idleTimeout = 90 * time.Second
 
 func (t *h1Transport) get(key string) *h1Conn {
@@ -75,7 +84,7 @@ func (t *h1Transport) get(key string) *h1Conn {
 		}
 		c := conns[len(conns)-1]
 		t.idle[key] = conns[:len(conns)-1]
-		if time.Since(c.since) < idleTimeout {
+		if time.Since(c.since) < t.idleTimeout {
 			return c
 		}
 		c.c.Close()
@@ -91,6 +100,60 @@ func (t *h1Transport) put(c *h1Conn) {
 		return
 	}
 	t.idle[c.key] = append(t.idle[c.key], c)
+	if t.sweep == nil {
+		t.sweep = time.AfterFunc(t.idleTimeout, t.sweepIdle)
+	}
+}
+
+// sweepIdle closes the pooled connections idle for idleTimeout and runs
+// again when the oldest of the others expires.
+func (t *h1Transport) sweepIdle() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	var next time.Duration
+	for key, conns := range t.idle {
+		// Each list is oldest first: put appends, get takes the newest.
+		n := 0
+		for n < len(conns) && now.Sub(conns[n].since) >= t.idleTimeout {
+			conns[n].c.Close()
+			n++
+		}
+		conns = append(conns[:0], conns[n:]...)
+		if len(conns) == 0 {
+			delete(t.idle, key)
+			continue
+		}
+		t.idle[key] = conns
+		if d := t.idleTimeout - now.Sub(conns[0].since); next == 0 || d < next {
+			next = d
+		}
+	}
+	if next == 0 {
+		t.sweep = nil
+		return
+	}
+	t.sweep.Reset(max(next, time.Millisecond))
+}
+
+// CloseIdleConnections closes the pooled connections (http.Client's
+// method of the same name calls it).
+func (t *h1Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	for key, conns := range t.idle {
+		for _, c := range conns {
+			c.c.Close()
+		}
+		delete(t.idle, key)
+	}
+	if t.sweep != nil {
+		t.sweep.Stop()
+		t.sweep = nil
+	}
+	t.mu.Unlock()
+	if ci, ok := t.proxied.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
 }
 
 func (t *h1Transport) dial(ctx context.Context, req *http.Request, key string) (*h1Conn, error) {

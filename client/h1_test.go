@@ -174,3 +174,82 @@ func TestH1TransportCloseOfAnOpenStream(t *testing.T) {
 		t.Fatalf("%d connections; the stopped stream's connection must not be reused", n)
 	}
 }
+
+// Connections pooled after a burst are closed once idle for idleTimeout,
+// though the pool is not used again; CloseIdleConnections closes the rest.
+func TestH1TransportClosesIdleConnections(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("wait") != "" {
+			<-release
+		}
+		io.WriteString(w, "ok")
+	}))
+	var open, closed atomic.Int64
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed:
+			closed.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	tr := newH1Transport(nil)
+	tr.idleTimeout = 200 * time.Millisecond
+	hc := &http.Client{Transport: tr}
+	get := func(q string) {
+		resp, err := hc.Get(srv.URL + q)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	// A burst of 8 concurrent requests leaves 8 pooled connections.
+	done := make(chan struct{})
+	for range 8 {
+		go func() { get("?wait=1"); done <- struct{}{} }()
+	}
+	for open.Load() < 8 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range 8 {
+		<-done
+	}
+	// Then one request at a time, faster than the timeout, for a while:
+	// it keeps reusing one connection, and the other seven expire.
+	deadline := time.Now().Add(4 * tr.idleTimeout)
+	for time.Now().Before(deadline) {
+		get("")
+		time.Sleep(tr.idleTimeout / 10)
+	}
+	if n := closed.Load(); n != 7 {
+		t.Fatalf("%d of the burst's connections closed while one stayed in use, want 7 (opened %d)", n, open.Load())
+	}
+	// Idle with no requests at all: the last one goes too.
+	for end := time.Now().Add(10 * tr.idleTimeout); closed.Load() < 8 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := closed.Load(); n != 8 {
+		t.Fatalf("%d connections closed after the pool sat idle, want 8", n)
+	}
+	tr.mu.Lock()
+	pooled, sweeping := len(tr.idle), tr.sweep != nil
+	tr.mu.Unlock()
+	if pooled != 0 || sweeping {
+		t.Fatalf("after the sweep: %d pool entries, timer set %v", pooled, sweeping)
+	}
+
+	get("")
+	hc.CloseIdleConnections()
+	for end := time.Now().Add(2 * time.Second); closed.Load() < 9 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := closed.Load(); n != 9 {
+		t.Fatalf("CloseIdleConnections: %d closed, want 9", n)
+	}
+}

@@ -92,7 +92,7 @@ func (s *server) client(t *testing.T, opts ...Option) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.hc.CloseIdleConnections)
+	t.Cleanup(c.CloseIdleConnections)
 	return c
 }
 
