@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/silt-io/silt/bench/internal/benchdata"
 	"github.com/silt-io/silt/client"
 )
 
@@ -69,12 +70,10 @@ func serveFloor(addr string) {
 // floorRuns starts the floor child and measures the synchronous cases
 // against it.
 func floorRuns(dur time.Duration) ([]result, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := benchdata.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/silt-io/silt/bench/internal/benchdata"
 	"github.com/silt-io/silt/client"
 )
 
@@ -29,12 +29,10 @@ type server struct {
 }
 
 func startServer(bin, dir string, extra []string) (*server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := benchdata.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	data := filepath.Join(dir, "http-server")
 	args := append([]string{"serve", "--core.dir", data, "--api.listen", addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/silt-io/silt/bench/internal/benchdata"
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 	"github.com/willscott/go-nfs-client/nfs/xdr"
@@ -288,9 +288,7 @@ func cpuTime(pid int) time.Duration {
 // namespace, and a free one outside it.
 func listenAddr(o options, port int) string {
 	if !o.inside {
-		if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
-			addr := ln.Addr().String()
-			ln.Close()
+		if addr, err := benchdata.FreeAddr(); err == nil {
 			return addr
 		}
 	}

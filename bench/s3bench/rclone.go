@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/silt-io/silt/bench/internal/benchdata"
 )
 
 // rclone is the -rclone binary; empty skips the rclone comparisons.
@@ -35,12 +36,10 @@ type rcloneServer struct {
 // startRclone runs `rclone serve s3` of dir on a free loopback port,
 // anonymous and read-only, and waits until it answers.
 func startRclone(dir string) (*rcloneServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := benchdata.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	cmd := exec.Command(rclone, "serve", "s3", dir, "--addr", addr, "--read-only", "--config", "/dev/null")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -65,12 +64,10 @@ func startRclone(dir string) (*rcloneServer, error) {
 // startChild runs this program as the listing case's S3 server over
 // dataDir and waits until it answers.
 func startChild(dataDir string) (*rcloneServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := benchdata.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err

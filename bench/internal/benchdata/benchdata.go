@@ -1,6 +1,7 @@
 // Package benchdata prepares what the head benchmarks read: one large chunk
 // sealed into the fs backend the real way (appended through core, sealed by
-// the tierer), and a loopback HTTP server for a handler.
+// the tierer), a loopback HTTP server for a handler, and free loopback
+// addresses for the servers the benchmarks start as child processes.
 package benchdata
 
 import (
@@ -83,4 +84,17 @@ func Serve(h http.Handler) (string, func(), error) {
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago,
+// for a child process to listen on. Another process may take the port
+// before the child does; the benchmarks then fail to start it and say so.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr, nil
 }
