@@ -73,16 +73,22 @@ stop_silt() {
 	if [ -n "${SILT_DATA:-}" ]; then rm -rf "$SILT_DATA"; fi
 }
 
+# apt_install PKG...: install Debian packages, updating the package lists
+# once per run first. Whether it worked is for the caller to check.
+apt_install() {
+	if [ -z "${APT_UPDATED:-}" ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
+		APT_UPDATED=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 || true
+}
+
 # need CMD PKG: make sure CMD exists, installing Debian package PKG if not.
 # In CI a tool that cannot be installed fails the run.
 need() {
 	command -v "$1" >/dev/null 2>&1 && return 0
 	echo "installing $2 for $1"
-	if [ -z "${APT_UPDATED:-}" ]; then
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
-		APT_UPDATED=1
-	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 || true
+	apt_install "$2"
 	if ! command -v "$1" >/dev/null 2>&1; then
 		# A missing client is a failure, never a silent skip: the suite
 		# that needed it did not run.

@@ -173,11 +173,10 @@ func startSilt(o options, d data) (server, error) {
 }
 
 func startGanesha(o options, d data) (server, error) {
-	if _, err := exec.LookPath("ganesha.nfsd"); err != nil {
-		return server{}, err
-	}
-	if _, err := exec.LookPath("rpcbind"); err != nil {
-		return server{}, err
+	for _, c := range []string{"ganesha.nfsd", "rpcbind"} {
+		if _, err := exec.LookPath(c); err != nil {
+			return server{}, fmt.Errorf("%w (install it: apt-get install nfs-ganesha nfs-ganesha-vfs rpcbind)", err)
+		}
 	}
 	g := filepath.Join(o.dir, "ganesha")
 	if err := os.MkdirAll(g, 0o755); err != nil {

@@ -114,12 +114,23 @@ check "nfs-cp: the chunk is unchanged" cmp "$NFSD/cp" "$SILT_DATA/data/tier2/$fi
 # read-only VFS export of the same files, copied out of silt with nfs-cp.
 # ganesha needs rpcbind, which listens on every address (its -h aborts
 # here), so both run in a network namespace of their own (with an extra
-# address on lo: ganesha resolves Bind_addr with AI_ADDRCONFIG). Skipped,
-# not failed, where that cannot be set up.
+# address on lo: ganesha resolves Bind_addr with AI_ADDRCONFIG). The
+# Debian packages are installed when missing; where the check still cannot
+# run it is skipped, except in CI, where it fails.
+ganesha_usable() {
+	command -v ganesha.nfsd >/dev/null && command -v rpcbind >/dev/null && command -v unshare >/dev/null &&
+		ls /usr/lib/*/ganesha/libfsalvfs.so >/dev/null 2>&1
+}
 nfs_ganesha_diff() {
-	command -v ganesha.nfsd >/dev/null && command -v rpcbind >/dev/null && command -v unshare >/dev/null || return 1
-	[ -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ] || ls /usr/lib/*/ganesha/libfsalvfs.so >/dev/null 2>&1 || return 1
-	pgrep -x rpcbind >/dev/null && return 1 # its unix socket is shared: do not disturb one
+	if ! ganesha_usable; then
+		echo "installing nfs-ganesha, nfs-ganesha-vfs and rpcbind for the differential check"
+		apt_install nfs-ganesha nfs-ganesha-vfs rpcbind
+		ganesha_usable || return 1
+	fi
+	if pgrep -x rpcbind >/dev/null; then # its unix socket is shared: do not disturb one
+		echo "  rpcbind is already running on this machine; stop it to run the nfs-ganesha check"
+		return 1
+	fi
 	local G=$NFSD/ganesha ref=$NFSD/ganesha/ref f
 	mkdir -p "$ref"
 	awk '$1 ~ /^d/ && $6 ~ /^acme\// {print $6}' "$NFSD/ls" | while read -r f; do mkdir -p "$ref/$f"; done

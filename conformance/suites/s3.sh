@@ -76,11 +76,7 @@ fi
 # PyPI's v1 (CRC checksums, multipart-ranged GETs with If-Match).
 if [ ! -x /usr/bin/aws ]; then
 	echo "installing awscli (Debian) for /usr/bin/aws"
-	if [ -z "${APT_UPDATED:-}" ]; then
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
-		APT_UPDATED=1
-	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli >/dev/null 2>&1 || true
+	apt_install awscli
 fi
 if [ -x /usr/bin/aws ]; then
 	AWS2=(/usr/bin/aws --endpoint-url "$S3")
