@@ -90,8 +90,15 @@ func (c *cli) connect(args []string, minArgs, maxArgs int) ([]string, *client.Cl
 func (c *cli) client() (*client.Client, error) {
 	tok := c.token
 	if tok == "" && c.tokenFile != "" {
-		if b, err := os.ReadFile(c.tokenFile); err == nil {
+		b, err := os.ReadFile(c.tokenFile)
+		switch {
+		case err == nil:
 			tok = strings.TrimSpace(string(b))
+		case c.fs.Changed("token-file") || os.Getenv("SILT_TOKEN_FILE") != "":
+			// A file someone named must be there; only the default
+			// (a server's data dir under the working directory) may be
+			// missing, for anonymous use.
+			return nil, fmt.Errorf("read the token file: %w (set --token-file or SILT_TOKEN_FILE to a readable file, or give --token)", err)
 		}
 	}
 	opts := []client.Option{client.WithUserAgent("silt-cli/" + version)}
@@ -194,7 +201,7 @@ func explain(err error) error {
 	case err == nil:
 		return nil
 	case client.IsUnauthenticated(err):
-		return fmt.Errorf("%w\n  give a token with --token or SILT_TOKEN (the root token is in <data dir>/root.token)", err)
+		return fmt.Errorf("%w\n  give a token with --token or SILT_TOKEN, or its file with --token-file (the root token is in <data dir>/root.token)", err)
 	case client.IsForbidden(err):
 		return fmt.Errorf("%w\n  an admin can grant access: silt grant PRINCIPAL read|append|admin RESOURCE", err)
 	}

@@ -138,6 +138,11 @@ func TestAuthorization(t *testing.T) {
 	if rep.status != http.StatusUnauthorized {
 		t.Fatalf("invalid token with anonymous grant: %d", rep.status)
 	}
+	var eb errorBody
+	rep.json(t, &eb)
+	if m := eb.Error.Message; m != "not authenticated: unknown or revoked token" {
+		t.Fatalf("invalid token: message %q, want the reason once", m)
+	}
 
 	// Admin on a glob may create streams that match it, not others.
 	e.user("ops", "admin:acme/log-*")

@@ -251,7 +251,10 @@ func (c *call) authenticate() error {
 	}
 	p, err := c.s.auth.Authn(token)
 	if err != nil {
-		if errors.Is(err, acl.ErrUnauthenticated) || errors.Is(err, acl.ErrNotFound) || errors.Is(err, acl.ErrInvalid) {
+		if errors.Is(err, acl.ErrUnauthenticated) {
+			return err
+		}
+		if errors.Is(err, acl.ErrNotFound) || errors.Is(err, acl.ErrInvalid) {
 			return fmt.Errorf("%w: %w", acl.ErrUnauthenticated, err)
 		}
 		return fmt.Errorf("authenticate: %w", err)
