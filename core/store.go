@@ -44,7 +44,7 @@ func DefaultConfig() Config {
 	return Config{
 		Dir:              "silt-data",
 		SegmentFileBytes: 64 << 20,
-		Limits:           Limits{MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20, MaxSegments: 256},
+		Limits:           Limits{MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20, MaxBatchEvents: 100_000, MaxSegments: 256},
 		DefaultSegments:  1,
 		MaxReadBytes:     4 << 20,
 	}
@@ -488,6 +488,9 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 	}
 	if len(req.Events) == 0 {
 		return AppendResult{}, fmt.Errorf("%w: a batch needs at least one event", ErrInvalid)
+	}
+	if len(req.Events) > s.cfg.Limits.MaxBatchEvents {
+		return AppendResult{}, fmt.Errorf("%w: batch has %d events; the limit is %d (limits.max_batch_events)", ErrTooLarge, len(req.Events), s.cfg.Limits.MaxBatchEvents)
 	}
 	total := 0
 	for i, e := range req.Events {

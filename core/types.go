@@ -148,12 +148,19 @@ type ReadResult struct {
 type Limits struct {
 	MaxEventBytes int `koanf:"max_event_bytes" help:"largest single event accepted, in bytes"`
 	MaxBatchBytes int `koanf:"max_batch_bytes" help:"largest append batch accepted, in bytes"`
-	MaxSegments   int `koanf:"max_segments" help:"most segments a stream may have"`
+	// MaxBatchEvents bounds the events of one batch: each costs memory and
+	// index work beyond its bytes, so that a batch of millions of one-byte
+	// events is refused as such rather than by the in-flight byte budget.
+	MaxBatchEvents int `koanf:"max_batch_events" help:"most events one append batch may hold"`
+	MaxSegments    int `koanf:"max_segments" help:"most segments a stream may have"`
 }
 
 func (l Limits) validate() error {
 	if l.MaxEventBytes <= 0 || l.MaxBatchBytes < l.MaxEventBytes {
 		return fmt.Errorf("core: limits: need 0 < max_event_bytes <= max_batch_bytes")
+	}
+	if l.MaxBatchEvents <= 0 {
+		return fmt.Errorf("core: limits: max_batch_events must be positive")
 	}
 	if l.MaxSegments <= 0 {
 		return fmt.Errorf("core: limits: max_segments must be positive")

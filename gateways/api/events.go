@@ -115,14 +115,15 @@ func (s *Server) readBatch(c *call, format bodyFormat) (events [][]byte, release
 	lift := c.bodyDeadline()
 	defer lift()
 	events, err = parseBody(format, c.body(limit), batchLimits{
-		maxEvent: s.limits.MaxEventBytes,
-		maxBatch: s.limits.MaxBatchBytes,
+		maxEvent:  s.limits.MaxEventBytes,
+		maxBatch:  s.limits.MaxBatchBytes,
+		maxEvents: s.limits.MaxBatchEvents,
 		hold: func(held int64) error {
-			if err := res.cover(held); err != nil {
+			err := res.cover(held)
+			if err == errOverloaded {
 				s.met.rejected.Inc()
-				return err
 			}
-			return nil
+			return err
 		},
 		sizeHint: max(c.r.ContentLength, 0),
 	})

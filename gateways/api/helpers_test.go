@@ -69,6 +69,7 @@ const (
 )
 
 type envOptions struct {
+	core     func(*core.Config)
 	api      func(*Config)
 	auth     func(*Auth)
 	noServer bool
@@ -95,7 +96,10 @@ func newEnv(t testing.TB, opts ...envOptions) *env {
 	ccfg := core.DefaultConfig()
 	ccfg.Dir = t.TempDir()
 	ccfg.SegmentFileBytes = 1 << 20
-	ccfg.Limits = core.Limits{MaxEventBytes: testMaxEvent, MaxBatchBytes: testMaxBatch, MaxSegments: 16}
+	ccfg.Limits = core.Limits{MaxEventBytes: testMaxEvent, MaxBatchBytes: testMaxBatch, MaxBatchEvents: 1 << 20, MaxSegments: 16}
+	if o.core != nil {
+		o.core(&ccfg)
+	}
 	store, err := core.Open(ccfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)

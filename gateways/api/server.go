@@ -35,8 +35,9 @@ type Config struct {
 	// all appends in progress may hold in memory at once. An append that
 	// would go beyond it is refused with 503 and Retry-After before its
 	// body is read, so a burst of producers degrades into retries instead
-	// of exhausting memory.
-	MaxInflightBytes int64 `koanf:"max_inflight_bytes" help:"append bytes held in memory at once across requests; beyond it appends get 503"`
+	// of exhausting memory; one that alone needs more than all of it gets
+	// 413, since no retry could succeed.
+	MaxInflightBytes int64 `koanf:"max_inflight_bytes" help:"append bytes held in memory at once across requests; beyond it appends get 503 (413 for one append that alone needs more)"`
 	// ReadTimeout bounds reading a request's headers and, for requests
 	// with a body, the body. It is applied per request rather than as
 	// http.Server.ReadTimeout, which would also cut off follow reads;
