@@ -234,6 +234,9 @@ func (s *Store) Close() error {
 // Catalog gives other packages (acl, tiering) the shared metadata store.
 func (s *Store) Catalog() *catalog.Catalog { return s.cat }
 
+// Dir returns the data directory, as configured.
+func (s *Store) Dir() string { return s.cfg.Dir }
+
 // Limits returns the request limits in force.
 func (s *Store) Limits() Limits { return s.cfg.Limits }
 
@@ -528,7 +531,8 @@ func mapSegmentErr(err error) error {
 	case errors.Is(err, segment.ErrClosed):
 		return fmt.Errorf("%w: %v", ErrClosed, err)
 	case errors.Is(err, segment.ErrUnavailable):
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		// %w: the I/O cause (a *fs.PathError, ENOSPC) stays reachable.
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case errors.Is(err, segment.ErrOutOfRange):
 		return fmt.Errorf("%w: %v", ErrOutOfRange, err)
 	case errors.Is(err, segment.ErrSeqConflict):

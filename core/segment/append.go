@@ -119,13 +119,13 @@ func (l *Log) usableLocked() error {
 		return nil
 	}
 	if l.mu.leading || l.opts.Now().Sub(l.mu.failedAt) < retryAfterFailure {
-		return fmt.Errorf("%w: %v", ErrUnavailable, l.mu.failed)
+		return l.mu.failed
 	}
 	cause := l.mu.failed
 	if err := l.recoverLocked(); err != nil {
-		l.mu.failed = err
+		l.mu.failed = fmt.Errorf("%w: recovery failed: %w", ErrUnavailable, err)
 		l.mu.failedAt = l.opts.Now()
-		return fmt.Errorf("%w: recovery failed: %v", ErrUnavailable, err)
+		return l.mu.failed
 	}
 	l.log.Info("segment log recovered after I/O error", zapDir(l.opts.Dir), zapErr(cause))
 	return nil
@@ -210,8 +210,10 @@ func (l *Log) lead() {
 
 // fail poisons the log after an I/O error: g and everything queued behind
 // it fail, and state is rebuilt from disk by the next append's recovery.
+// The cause stays wrapped, so that callers can tell a full disk (ENOSPC)
+// from other I/O errors without parsing text.
 func (l *Log) fail(g *group, err error) {
-	err = fmt.Errorf("%w: %v", ErrUnavailable, err)
+	err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 	l.mu.Lock()
 	l.mu.failed = err
 	l.mu.failedAt = l.opts.Now()
