@@ -86,9 +86,10 @@ type Store struct {
 
 // stream is an open stream: its catalog record and one log per segment.
 type stream struct {
-	rec  streamRecord
-	logs []*segment.Log
-	rr   atomic.Uint64 // round-robin for appends without a key
+	rec     streamRecord
+	logs    []*segment.Log
+	rr      atomic.Uint64 // round-robin for appends without a key
+	writers *writerOwners
 }
 
 // streamRecord is what the catalog keeps for a stream. Incarnation names
@@ -194,11 +195,12 @@ func (s *Store) openStream(r streamRecord) (*stream, error) {
 	st := &stream{rec: r}
 	for _, seg := range r.Segments {
 		l, err := segment.Open(segment.Options{
-			FS:             s.fs,
-			Dir:            filepath.Join(s.streamDir(r), seg.ID),
-			FileBytes:      s.cfg.SegmentFileBytes,
-			MaxRecordBytes: s.cfg.Limits.MaxBatchBytes + 64<<10,
-			Log:            s.log.With(zap.String("tenant", r.Tenant), zap.String("stream", r.Name), zap.String("segment", seg.ID)),
+			FS:              s.fs,
+			Dir:             filepath.Join(s.streamDir(r), seg.ID),
+			FileBytes:       s.cfg.SegmentFileBytes,
+			MaxRecordBytes:  s.cfg.Limits.MaxBatchBytes + 64<<10,
+			WriterRetention: writerRetention,
+			Log:             s.log.With(zap.String("tenant", r.Tenant), zap.String("stream", r.Name), zap.String("segment", seg.ID)),
 		})
 		if err != nil {
 			for _, o := range st.logs {
@@ -208,6 +210,7 @@ func (s *Store) openStream(r streamRecord) (*stream, error) {
 		}
 		st.logs = append(st.logs, l)
 	}
+	st.writers = newWriterOwners(st.logs)
 	return st, nil
 }
 
@@ -519,7 +522,15 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 	default:
 		idx = int(st.rr.Add(1) % uint64(len(st.logs)))
 	}
-	res, err := st.logs[idx].Append(ctx, segment.Batch{Events: req.Events, WriterID: req.WriterID, Seq: req.Seq})
+	if req.WriterID != "" && req.Owner != "" {
+		if err := st.writers.claim(req.Tenant, req.Stream, req.WriterID, req.Owner, time.Now()); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	res, err := st.logs[idx].Append(ctx, segment.Batch{Events: req.Events, WriterID: req.WriterID, Seq: req.Seq, Owner: req.Owner})
+	if errors.Is(err, segment.ErrWriterOwned) {
+		return AppendResult{}, writerOwnedErr(req)
+	}
 	if err != nil {
 		return AppendResult{}, mapSegmentErr(err)
 	}

@@ -18,6 +18,7 @@ var (
 	ErrOutOfRange  = errors.New("core: offset out of range")
 	ErrSeqConflict = errors.New("core: sequence already used")
 	ErrNotEmpty    = errors.New("core: not empty")
+	ErrWriterOwned = errors.New("core: writer id in use by another principal")
 )
 
 // Encoding is how a stream's events become bytes in tier 2 and on reads.
@@ -109,6 +110,13 @@ type AppendRequest struct {
 	// again. An empty WriterID disables the check.
 	WriterID string
 	Seq      uint64
+	// Owner is who sends the batch (the API passes the principal's name).
+	// A writer id belongs to the first owner that used it on the stream:
+	// a batch from another owner with the same id fails with
+	// ErrWriterOwned, so that it can neither be stored as that writer's
+	// nor make the owner's retry look like a duplicate. An empty Owner is
+	// not checked (embedded callers that trust themselves).
+	Owner string
 }
 
 // AppendResult is the acknowledgement of a durable append.

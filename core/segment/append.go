@@ -24,9 +24,9 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 	// Encoding (copy + CRC) happens before the lock: offsets are implicit
 	// in the record order, so nothing here depends on the log's state.
 	now := l.opts.Now().UnixNano()
-	buf := getBuf(record.Size(b.WriterID, b.Events))
+	buf := getBuf(record.Size(b.WriterID, b.Owner, b.Events))
 	rec := record.Append((*buf)[:0], record.Record{
-		TimeUnixNano: now, WriterID: b.WriterID, Seq: b.Seq, Events: b.Events,
+		TimeUnixNano: now, WriterID: b.WriterID, Owner: b.Owner, Seq: b.Seq, Events: b.Events,
 	})
 	*buf = rec
 	if len(rec)-record.HeaderSize > l.opts.MaxRecordBytes {
@@ -40,8 +40,21 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 		putBuf(buf)
 		return Result{}, err
 	}
+	owner := b.Owner
 	if b.WriterID != "" {
-		if ws, ok := l.mu.writers[b.WriterID]; ok && b.Seq <= ws.seq {
+		ws, ok := l.mu.writers[b.WriterID]
+		if ok && ws.owner != "" && owner != "" && ws.owner != owner {
+			// Checked before the sequence number: another owner's batch
+			// must neither be stored as this writer's nor answered as its
+			// duplicate, which would tell the owner's retry it was stored.
+			l.mu.Unlock()
+			putBuf(buf)
+			return Result{}, fmt.Errorf("%w: writer %q", ErrWriterOwned, b.WriterID)
+		}
+		if ok && owner == "" {
+			owner = ws.owner
+		}
+		if ok && b.Seq <= ws.seq {
 			// ws.g is cleared by the leader under the lock: read it here.
 			inflight := ws.g
 			l.mu.Unlock()
@@ -61,7 +74,7 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 	l.mu.next += uint64(len(b.Events))
 	g.next = l.mu.next
 	if b.WriterID != "" {
-		ws := &writerState{seq: b.Seq, first: res.FirstOffset, count: res.Count, time: now, g: g}
+		ws := &writerState{owner: owner, seq: b.Seq, first: res.FirstOffset, count: res.Count, time: now, g: g}
 		l.mu.writers[b.WriterID] = ws
 		g.writers = append(g.writers, ws)
 	}

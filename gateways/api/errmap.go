@@ -55,6 +55,7 @@ var errTable = []struct {
 	{core.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{core.ErrOutOfRange, http.StatusRequestedRangeNotSatisfiable, "out_of_range"},
 	{core.ErrSeqConflict, http.StatusConflict, "sequence_conflict"},
+	{core.ErrWriterOwned, http.StatusConflict, "writer_conflict"},
 	{core.ErrNotEmpty, http.StatusConflict, "not_empty"},
 	{core.ErrNotFound, http.StatusNotFound, "not_found"},
 	{acl.ErrNotFound, http.StatusNotFound, "not_found"},

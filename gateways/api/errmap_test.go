@@ -33,6 +33,7 @@ func TestMapError(t *testing.T) {
 		"not empty":       {core.ErrNotEmpty, 409, "not_empty", ""},
 		"out of range":    {core.ErrOutOfRange, 416, "out_of_range", ""},
 		"seq conflict":    {core.ErrSeqConflict, 409, "sequence_conflict", ""},
+		"writer taken":    {core.ErrWriterOwned, 409, "writer_conflict", "writer id in use by another principal"},
 		"unavailable":     {core.ErrUnavailable, 503, "unavailable", ""},
 		"closed":          {core.ErrClosed, 503, "shutting_down", ""},
 		"unauthenticated": {fmt.Errorf("%w: unknown token", acl.ErrUnauthenticated), 401, "unauthenticated", "not authenticated: unknown token"},

@@ -23,6 +23,9 @@ func (s *Server) appendEvents(c *call) (op, error) {
 		RoutingKey: q.Get("key"),
 		Segment:    q.Get("segment"),
 		WriterID:   c.r.Header.Get(headerWriterID),
+		// A writer id is the caller's own: core binds it to the first
+		// principal that uses it on the stream.
+		Owner: c.principal.Name,
 	}
 	if q.Has("key") && q.Has("segment") {
 		return op{}, badRequest("give key= or segment=, not both")

@@ -354,3 +354,34 @@ func appendReq(tenant, stream string, events ...string) core.AppendRequest {
 func coreConfigLines() core.StreamConfig {
 	return core.StreamConfig{Encoding: core.EncodingLines, Segments: 1}
 }
+
+// restart stops the server and closes the store, then opens both again on
+// the same directory (with the OS's filesystem), as a restarted silt
+// serve would. Tokens and grants live in the catalog and stay valid.
+func (e *env) restart() {
+	e.t.Helper()
+	e.ts.Close()
+	if err := e.store.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	store, err := core.Open(e.coreCfg, zap.NewNop())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { store.Close() })
+	as, err := acl.Open(store.Catalog())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.store, e.acl, e.reg = store, as, prometheus.NewRegistry()
+	cfg := DefaultConfig()
+	if *httpServer != "" {
+		cfg.HTTPServer = *httpServer
+	}
+	e.srv, err = New(cfg, store, Auth{Authn: as.Authenticate, Authz: as, Admin: as}, zaptest.NewLogger(e.t, zaptest.Level(zap.InfoLevel)), e.reg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.ts = serveTest(e.t, e.srv)
+	e.t.Cleanup(e.ts.Close)
+}
