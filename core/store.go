@@ -44,7 +44,7 @@ func DefaultConfig() Config {
 	return Config{
 		Dir:              "silt-data",
 		SegmentFileBytes: 64 << 20,
-		Limits:           Limits{MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20, MaxSegments: 256},
+		Limits:           Limits{MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20, MaxBatchEvents: 100_000, MaxSegments: 256},
 		DefaultSegments:  1,
 		MaxReadBytes:     4 << 20,
 	}
@@ -86,9 +86,10 @@ type Store struct {
 
 // stream is an open stream: its catalog record and one log per segment.
 type stream struct {
-	rec  streamRecord
-	logs []*segment.Log
-	rr   atomic.Uint64 // round-robin for appends without a key
+	rec     streamRecord
+	logs    []*segment.Log
+	rr      atomic.Uint64 // round-robin for appends without a key
+	writers *writerOwners
 }
 
 // streamRecord is what the catalog keeps for a stream. Incarnation names
@@ -194,11 +195,12 @@ func (s *Store) openStream(r streamRecord) (*stream, error) {
 	st := &stream{rec: r}
 	for _, seg := range r.Segments {
 		l, err := segment.Open(segment.Options{
-			FS:             s.fs,
-			Dir:            filepath.Join(s.streamDir(r), seg.ID),
-			FileBytes:      s.cfg.SegmentFileBytes,
-			MaxRecordBytes: s.cfg.Limits.MaxBatchBytes + 64<<10,
-			Log:            s.log.With(zap.String("tenant", r.Tenant), zap.String("stream", r.Name), zap.String("segment", seg.ID)),
+			FS:              s.fs,
+			Dir:             filepath.Join(s.streamDir(r), seg.ID),
+			FileBytes:       s.cfg.SegmentFileBytes,
+			MaxRecordBytes:  s.cfg.Limits.MaxBatchBytes + 64<<10,
+			WriterRetention: writerRetention,
+			Log:             s.log.With(zap.String("tenant", r.Tenant), zap.String("stream", r.Name), zap.String("segment", seg.ID)),
 		})
 		if err != nil {
 			for _, o := range st.logs {
@@ -208,6 +210,7 @@ func (s *Store) openStream(r streamRecord) (*stream, error) {
 		}
 		st.logs = append(st.logs, l)
 	}
+	st.writers = newWriterOwners(st.logs)
 	return st, nil
 }
 
@@ -233,6 +236,9 @@ func (s *Store) Close() error {
 
 // Catalog gives other packages (acl, tiering) the shared metadata store.
 func (s *Store) Catalog() *catalog.Catalog { return s.cat }
+
+// Dir returns the data directory, as configured.
+func (s *Store) Dir() string { return s.cfg.Dir }
 
 // Limits returns the request limits in force.
 func (s *Store) Limits() Limits { return s.cfg.Limits }
@@ -489,6 +495,9 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 	if len(req.Events) == 0 {
 		return AppendResult{}, fmt.Errorf("%w: a batch needs at least one event", ErrInvalid)
 	}
+	if len(req.Events) > s.cfg.Limits.MaxBatchEvents {
+		return AppendResult{}, fmt.Errorf("%w: batch has %d events; the limit is %d (limits.max_batch_events)", ErrTooLarge, len(req.Events), s.cfg.Limits.MaxBatchEvents)
+	}
 	total := 0
 	for i, e := range req.Events {
 		if len(e) > s.cfg.Limits.MaxEventBytes {
@@ -513,7 +522,15 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 	default:
 		idx = int(st.rr.Add(1) % uint64(len(st.logs)))
 	}
-	res, err := st.logs[idx].Append(ctx, segment.Batch{Events: req.Events, WriterID: req.WriterID, Seq: req.Seq})
+	if req.WriterID != "" && req.Owner != "" {
+		if err := st.writers.claim(req.Tenant, req.Stream, req.WriterID, req.Owner, time.Now()); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	res, err := st.logs[idx].Append(ctx, segment.Batch{Events: req.Events, WriterID: req.WriterID, Seq: req.Seq, Owner: req.Owner})
+	if errors.Is(err, segment.ErrWriterOwned) {
+		return AppendResult{}, writerOwnedErr(req)
+	}
 	if err != nil {
 		return AppendResult{}, mapSegmentErr(err)
 	}
@@ -525,7 +542,8 @@ func mapSegmentErr(err error) error {
 	case errors.Is(err, segment.ErrClosed):
 		return fmt.Errorf("%w: %v", ErrClosed, err)
 	case errors.Is(err, segment.ErrUnavailable):
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		// %w: the I/O cause (a *fs.PathError, ENOSPC) stays reachable.
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case errors.Is(err, segment.ErrOutOfRange):
 		return fmt.Errorf("%w: %v", ErrOutOfRange, err)
 	case errors.Is(err, segment.ErrSeqConflict):

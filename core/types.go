@@ -18,6 +18,7 @@ var (
 	ErrOutOfRange  = errors.New("core: offset out of range")
 	ErrSeqConflict = errors.New("core: sequence already used")
 	ErrNotEmpty    = errors.New("core: not empty")
+	ErrWriterOwned = errors.New("core: writer id in use by another principal")
 )
 
 // Encoding is how a stream's events become bytes in tier 2 and on reads.
@@ -109,6 +110,13 @@ type AppendRequest struct {
 	// again. An empty WriterID disables the check.
 	WriterID string
 	Seq      uint64
+	// Owner is who sends the batch (the API passes the principal's name).
+	// A writer id belongs to the first owner that used it on the stream:
+	// a batch from another owner with the same id fails with
+	// ErrWriterOwned, so that it can neither be stored as that writer's
+	// nor make the owner's retry look like a duplicate. An empty Owner is
+	// not checked (embedded callers that trust themselves).
+	Owner string
 }
 
 // AppendResult is the acknowledgement of a durable append.
@@ -148,12 +156,19 @@ type ReadResult struct {
 type Limits struct {
 	MaxEventBytes int `koanf:"max_event_bytes" help:"largest single event accepted, in bytes"`
 	MaxBatchBytes int `koanf:"max_batch_bytes" help:"largest append batch accepted, in bytes"`
-	MaxSegments   int `koanf:"max_segments" help:"most segments a stream may have"`
+	// MaxBatchEvents bounds the events of one batch: each costs memory and
+	// index work beyond its bytes, so that a batch of millions of one-byte
+	// events is refused as such rather than by the in-flight byte budget.
+	MaxBatchEvents int `koanf:"max_batch_events" help:"most events one append batch may hold"`
+	MaxSegments    int `koanf:"max_segments" help:"most segments a stream may have"`
 }
 
 func (l Limits) validate() error {
 	if l.MaxEventBytes <= 0 || l.MaxBatchBytes < l.MaxEventBytes {
 		return fmt.Errorf("core: limits: need 0 < max_event_bytes <= max_batch_bytes")
+	}
+	if l.MaxBatchEvents <= 0 {
+		return fmt.Errorf("core: limits: max_batch_events must be positive")
 	}
 	if l.MaxSegments <= 0 {
 		return fmt.Errorf("core: limits: max_segments must be positive")

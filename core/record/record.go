@@ -17,7 +17,13 @@ import (
 // HeaderSize is the fixed part before each record body: length, CRC32C.
 const HeaderSize = 8
 
-const version = 1
+// Versions of the record body. Version 2 adds the writer's owner after
+// the writer id; a record without an owner is still written as version 1,
+// so that logs without owned writers stay readable by older releases.
+const (
+	version1 = 1
+	version2 = 2
+)
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -28,13 +34,16 @@ var ErrCorrupt = errors.New("record: corrupt")
 type Record struct {
 	TimeUnixNano int64
 	WriterID     string
-	Seq          uint64
-	Events       [][]byte
+	// Owner is who the writer id is bound to (a principal's name), so that
+	// the binding survives a restart with the rest of the writer's state.
+	Owner  string
+	Seq    uint64
+	Events [][]byte
 }
 
 // Size returns the encoded size of a record with these fields.
-func Size(writer string, events [][]byte) int {
-	n := HeaderSize + 1 + binary.MaxVarintLen64*4 + len(writer)
+func Size(writer, owner string, events [][]byte) int {
+	n := HeaderSize + 1 + binary.MaxVarintLen64*5 + len(writer) + len(owner)
 	for _, e := range events {
 		n += binary.MaxVarintLen64 + len(e)
 	}
@@ -46,11 +55,19 @@ func Append(dst []byte, r Record) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, HeaderSize)...)
 	body := len(dst)
-	dst = append(dst, version)
+	v := byte(version1)
+	if r.Owner != "" {
+		v = version2
+	}
+	dst = append(dst, v)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Events)))
 	dst = binary.AppendVarint(dst, r.TimeUnixNano)
 	dst = binary.AppendUvarint(dst, uint64(len(r.WriterID)))
 	dst = append(dst, r.WriterID...)
+	if v == version2 {
+		dst = binary.AppendUvarint(dst, uint64(len(r.Owner)))
+		dst = append(dst, r.Owner...)
+	}
 	dst = binary.AppendUvarint(dst, r.Seq)
 	for _, e := range r.Events {
 		dst = binary.AppendUvarint(dst, uint64(len(e)))
@@ -68,7 +85,7 @@ func Decode(body []byte) (Record, error) { return decode(body, nil) }
 // decode is Decode appending the event slices to events.
 func decode(body []byte, events [][]byte) (Record, error) {
 	var r Record
-	if len(body) < 1 || body[0] != version {
+	if len(body) < 1 || body[0] != version1 && body[0] != version2 {
 		return r, fmt.Errorf("%w: unknown record version", ErrCorrupt)
 	}
 	p := body[1:]
@@ -96,6 +113,14 @@ func decode(body []byte, events [][]byte) (Record, error) {
 	}
 	r.WriterID = string(p[:wl])
 	p = p[wl:]
+	if body[0] == version2 {
+		ol, ok := next()
+		if !ok || ol > uint64(len(p)) {
+			return r, fmt.Errorf("%w: bad writer owner", ErrCorrupt)
+		}
+		r.Owner = string(p[:ol])
+		p = p[ol:]
+	}
 	if r.Seq, ok = next(); !ok {
 		return r, fmt.Errorf("%w: bad sequence", ErrCorrupt)
 	}

@@ -12,6 +12,7 @@ func sample() []Record {
 		{TimeUnixNano: 1, WriterID: "w", Seq: 7, Events: [][]byte{[]byte("a"), []byte("bc")}},
 		{TimeUnixNano: -5, Events: [][]byte{{}}},
 		{TimeUnixNano: 1 << 60, WriterID: "writer-2", Seq: 1 << 63, Events: [][]byte{bytes.Repeat([]byte{0}, 1000)}},
+		{TimeUnixNano: 3, WriterID: "w", Owner: "alice", Seq: 8, Events: [][]byte{[]byte("owned")}},
 	}
 }
 
@@ -26,7 +27,7 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
-		if got.TimeUnixNano != want.TimeUnixNano || got.WriterID != want.WriterID || got.Seq != want.Seq || len(got.Events) != len(want.Events) {
+		if got.TimeUnixNano != want.TimeUnixNano || got.WriterID != want.WriterID || got.Owner != want.Owner || got.Seq != want.Seq || len(got.Events) != len(want.Events) {
 			t.Fatalf("record %d = %+v, want %+v", i, got, want)
 		}
 		for j := range want.Events {
@@ -103,4 +104,34 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestVersionByOwner checks that only records with an owner use version
+// 2, so that logs without owned writers stay readable by older releases,
+// and that Size covers the owner.
+func TestVersionByOwner(t *testing.T) {
+	cases := map[string]struct {
+		r       Record
+		version byte
+	}{
+		"no writer":         {Record{Events: [][]byte{[]byte("a")}}, 1},
+		"writer, no owner":  {Record{WriterID: "w", Seq: 1, Events: [][]byte{[]byte("a")}}, 1},
+		"writer and owner":  {Record{WriterID: "w", Owner: "alice", Seq: 1, Events: [][]byte{[]byte("a")}}, 2},
+		"long owner fields": {Record{WriterID: string(bytes.Repeat([]byte("w"), 128)), Owner: string(bytes.Repeat([]byte("o"), 64)), Seq: 1 << 62, Events: [][]byte{{}}}, 2},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := Append(nil, c.r)
+			if b[HeaderSize] != c.version {
+				t.Fatalf("version %d, want %d", b[HeaderSize], c.version)
+			}
+			if n := Size(c.r.WriterID, c.r.Owner, c.r.Events); len(b) > n {
+				t.Fatalf("encoded %d bytes, Size said %d", len(b), n)
+			}
+			got, err := Decode(b[HeaderSize:])
+			if err != nil || got.Owner != c.r.Owner || got.WriterID != c.r.WriterID {
+				t.Fatalf("decoded %+v, %v", got, err)
+			}
+		})
+	}
 }

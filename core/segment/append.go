@@ -24,9 +24,9 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 	// Encoding (copy + CRC) happens before the lock: offsets are implicit
 	// in the record order, so nothing here depends on the log's state.
 	now := l.opts.Now().UnixNano()
-	buf := getBuf(record.Size(b.WriterID, b.Events))
+	buf := getBuf(record.Size(b.WriterID, b.Owner, b.Events))
 	rec := record.Append((*buf)[:0], record.Record{
-		TimeUnixNano: now, WriterID: b.WriterID, Seq: b.Seq, Events: b.Events,
+		TimeUnixNano: now, WriterID: b.WriterID, Owner: b.Owner, Seq: b.Seq, Events: b.Events,
 	})
 	*buf = rec
 	if len(rec)-record.HeaderSize > l.opts.MaxRecordBytes {
@@ -40,8 +40,21 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 		putBuf(buf)
 		return Result{}, err
 	}
+	owner := b.Owner
 	if b.WriterID != "" {
-		if ws, ok := l.mu.writers[b.WriterID]; ok && b.Seq <= ws.seq {
+		ws, ok := l.mu.writers[b.WriterID]
+		if ok && ws.owner != "" && owner != "" && ws.owner != owner {
+			// Checked before the sequence number: another owner's batch
+			// must neither be stored as this writer's nor answered as its
+			// duplicate, which would tell the owner's retry it was stored.
+			l.mu.Unlock()
+			putBuf(buf)
+			return Result{}, fmt.Errorf("%w: writer %q", ErrWriterOwned, b.WriterID)
+		}
+		if ok && owner == "" {
+			owner = ws.owner
+		}
+		if ok && b.Seq <= ws.seq {
 			// ws.g is cleared by the leader under the lock: read it here.
 			inflight := ws.g
 			l.mu.Unlock()
@@ -61,7 +74,7 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 	l.mu.next += uint64(len(b.Events))
 	g.next = l.mu.next
 	if b.WriterID != "" {
-		ws := &writerState{seq: b.Seq, first: res.FirstOffset, count: res.Count, time: now, g: g}
+		ws := &writerState{owner: owner, seq: b.Seq, first: res.FirstOffset, count: res.Count, time: now, g: g}
 		l.mu.writers[b.WriterID] = ws
 		g.writers = append(g.writers, ws)
 	}
@@ -119,13 +132,13 @@ func (l *Log) usableLocked() error {
 		return nil
 	}
 	if l.mu.leading || l.opts.Now().Sub(l.mu.failedAt) < retryAfterFailure {
-		return fmt.Errorf("%w: %v", ErrUnavailable, l.mu.failed)
+		return l.mu.failed
 	}
 	cause := l.mu.failed
 	if err := l.recoverLocked(); err != nil {
-		l.mu.failed = err
+		l.mu.failed = fmt.Errorf("%w: recovery failed: %w", ErrUnavailable, err)
 		l.mu.failedAt = l.opts.Now()
-		return fmt.Errorf("%w: recovery failed: %v", ErrUnavailable, err)
+		return l.mu.failed
 	}
 	l.log.Info("segment log recovered after I/O error", zapDir(l.opts.Dir), zapErr(cause))
 	return nil
@@ -210,8 +223,10 @@ func (l *Log) lead() {
 
 // fail poisons the log after an I/O error: g and everything queued behind
 // it fail, and state is rebuilt from disk by the next append's recovery.
+// The cause stays wrapped, so that callers can tell a full disk (ENOSPC)
+// from other I/O errors without parsing text.
 func (l *Log) fail(g *group, err error) {
-	err = fmt.Errorf("%w: %v", ErrUnavailable, err)
+	err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 	l.mu.Lock()
 	l.mu.failed = err
 	l.mu.failedAt = l.opts.Now()

@@ -36,6 +36,7 @@ var (
 	ErrUnavailable = errors.New("segment: log unavailable after an I/O error")
 	ErrOutOfRange  = errors.New("segment: offset out of range")
 	ErrSeqConflict = errors.New("segment: sequence number already used")
+	ErrWriterOwned = errors.New("segment: writer id belongs to another owner")
 )
 
 // Options configure a Log.
@@ -65,6 +66,11 @@ type Batch struct {
 	Events   [][]byte
 	WriterID string
 	Seq      uint64
+	// Owner is who sends the batch. A writer id is bound to the first
+	// owner that uses it; a batch from another owner fails with
+	// ErrWriterOwned instead of being taken for that writer's retry. An
+	// empty Owner is not checked and keeps the writer's binding.
+	Owner string
 }
 
 // Result acknowledges a durable batch.
@@ -101,6 +107,7 @@ type indexEntry struct {
 
 // writerState is the last batch seen from one idempotent writer.
 type writerState struct {
+	owner string // "" for writers from before owners were recorded
 	seq   uint64
 	first uint64
 	count int
@@ -321,7 +328,14 @@ func (l *Log) scanFile(first uint64, last bool) (*file, uint64, error) {
 			lastIndexed = pos
 		}
 		if rec.WriterID != "" {
-			l.mu.writers[rec.WriterID] = &writerState{seq: rec.Seq, first: off, count: len(rec.Events), time: rec.TimeUnixNano}
+			owner := rec.Owner
+			if owner == "" {
+				// A batch sent without an owner keeps the writer's binding.
+				if prev := l.mu.writers[rec.WriterID]; prev != nil {
+					owner = prev.owner
+				}
+			}
+			l.mu.writers[rec.WriterID] = &writerState{owner: owner, seq: rec.Seq, first: off, count: len(rec.Events), time: rec.TimeUnixNano}
 		}
 		off += uint64(len(rec.Events))
 	}

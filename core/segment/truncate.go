@@ -32,7 +32,7 @@ func (l *Log) TruncateBefore(offset uint64) (int, error) {
 	if l.mu.failed != nil {
 		// Recovery will rebuild the file list from disk; removing files
 		// under it would race with that rebuild.
-		err := fmt.Errorf("%w: %v", ErrUnavailable, l.mu.failed)
+		err := l.mu.failed
 		l.mu.Unlock()
 		return 0, err
 	}

@@ -27,6 +27,7 @@ type writersCheckpoint struct {
 
 type writerRecord struct {
 	ID    string `json:"id"`
+	Owner string `json:"owner,omitempty"`
 	Seq   uint64 `json:"seq"`
 	First uint64 `json:"first"`
 	Count int    `json:"count"`
@@ -48,7 +49,7 @@ func (l *Log) committedWritersLocked() []writerRecord {
 			delete(l.mu.writers, id)
 			continue
 		}
-		out = append(out, writerRecord{ID: id, Seq: ws.seq, First: ws.first, Count: ws.count, Time: ws.time})
+		out = append(out, writerRecord{ID: id, Owner: ws.owner, Seq: ws.seq, First: ws.first, Count: ws.count, Time: ws.time})
 	}
 	return out
 }
@@ -114,8 +115,21 @@ func (l *Log) loadWriters() error {
 	cutoff := l.opts.Now().Add(-l.opts.WriterRetention).UnixNano()
 	for _, w := range c.Writers {
 		if w.Time >= cutoff {
-			l.mu.writers[w.ID] = &writerState{seq: w.Seq, first: w.First, count: w.Count, time: w.Time}
+			l.mu.writers[w.ID] = &writerState{owner: w.Owner, seq: w.Seq, first: w.First, count: w.Count, time: w.Time}
 		}
 	}
 	return nil
+}
+
+// WriterOwners calls fn for each remembered writer that has an owner, with
+// the time of its last batch, so that the caller can bind writer ids to
+// owners across segments.
+func (l *Log) WriterOwners(fn func(id, owner string, time int64)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, ws := range l.mu.writers {
+		if ws.owner != "" {
+			fn(id, ws.owner, ws.time)
+		}
+	}
 }

@@ -169,6 +169,18 @@ func TestInsecureDev(t *testing.T) {
 	if rep := e.do(req{method: "GET", path: "/v1/tenants/dev", token: nobody}); rep.status != http.StatusForbidden {
 		t.Fatalf("token in insecure mode: %d", rep.status)
 	}
+	// A read-only token cannot grant itself admin, nor can an unknown one.
+	viewer := e.user("viewer", "read:dev")
+	grant := []byte(`{"principal":"viewer","action":"admin","resource":"*"}`)
+	if rep := e.do(req{method: "POST", path: "/v1/grants", token: viewer, body: grant}); rep.status != http.StatusForbidden {
+		t.Fatalf("read-only token grants itself admin in insecure mode: %d %s", rep.status, rep.body)
+	}
+	if rep := e.do(req{method: "POST", path: "/v1/grants", token: "silt_unknown", body: grant}); rep.status != http.StatusUnauthorized {
+		t.Fatalf("unknown token in insecure mode: %d %s", rep.status, rep.body)
+	}
+	if gs, _ := e.acl.ListGrants("viewer"); len(gs) != 1 || gs[0].Action != acl.Read {
+		t.Fatalf("viewer's grants after the attempts: %+v", gs)
+	}
 }
 
 func TestTenants(t *testing.T) {
@@ -414,6 +426,12 @@ func TestNewValidates(t *testing.T) {
 	cfg.MaxInflightBytes = testMaxBatch
 	if _, err := New(cfg, e.store, Auth{Authz: acl.AllowAll{}}, nil, nil); err == nil {
 		t.Fatal("New with a budget below one request succeeded")
+	}
+	// The insecure mode as silt serve once wired it: every token was
+	// allowed everything.
+	insecure := Auth{Authn: e.acl.Authenticate, Authz: acl.AllowAll{}, Admin: e.acl, Insecure: true}
+	if _, err := New(DefaultConfig(), e.store, insecure, nil, nil); err == nil || !strings.Contains(err.Error(), "real authorizer") {
+		t.Fatalf("New with Insecure over AllowAll: %v, want a refusal", err)
 	}
 	bad := DefaultConfig()
 	bad.Listen = "nope"

@@ -71,6 +71,8 @@ func bodyLimit(f bodyFormat, l core.Limits) int64 {
 // oversize event or batch is refused before the rest of it is read.
 type batchLimits struct {
 	maxEvent, maxBatch int
+	// maxEvents bounds the events of a batch; 0 leaves them unbounded.
+	maxEvents int
 	// hold, if set, is told the memory the batch holds so far (event bytes
 	// in their buffers plus per-event overhead) before more is allocated;
 	// an error stops the parse.
@@ -112,6 +114,9 @@ func (b *batchBuilder) add(ev []byte) error {
 // alloc returns room for the next event of n bytes, appended to the batch.
 func (b *batchBuilder) alloc(n int) ([]byte, error) {
 	i := len(b.events) + 1
+	if b.lim.maxEvents > 0 && i > b.lim.maxEvents {
+		return nil, tooLarge("batch has more than %d events; core.limits.max_batch_events is %d", b.lim.maxEvents, b.lim.maxEvents)
+	}
 	if n > b.lim.maxEvent {
 		return nil, tooLarge("event %d is %d bytes; max_event_bytes is %d", i, n, b.lim.maxEvent)
 	}

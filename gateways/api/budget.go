@@ -57,10 +57,17 @@ func (b *budget) reserve(n int64) (*reservation, bool) {
 
 // cover grows the reservation to at least held bytes; parsing calls it as
 // events accumulate, since their memory (slice headers included) can
-// exceed the body size that was reserved up front.
+// exceed the body size that was reserved up front. A batch that needs more
+// than the whole budget could not be taken by an idle server either: that
+// is a 413 naming the limit, since a 503 would have clients that honour
+// Retry-After send it again forever.
 func (r *reservation) cover(held int64) error {
 	if held <= r.n {
 		return nil
+	}
+	if held > r.b.max {
+		return tooLarge("the batch needs more than %d bytes of memory to parse (its event bytes plus %d bytes per event), more than api.max_inflight_bytes (%d) allows for all appends together; send fewer events per request",
+			held, eventOverhead, r.b.max)
 	}
 	if !r.b.tryAdd(held - r.n) {
 		return errOverloaded
@@ -77,5 +84,5 @@ func (r *reservation) release() {
 var errOverloaded = &httpError{
 	status: http.StatusServiceUnavailable,
 	code:   "overloaded",
-	msg:    "the server holds as many append bytes as max_inflight_bytes allows; retry after a moment",
+	msg:    "the server holds as many append bytes as api.max_inflight_bytes allows; retry after a moment",
 }

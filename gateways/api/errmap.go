@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"go.uber.org/zap"
 
@@ -52,6 +55,7 @@ var errTable = []struct {
 	{core.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{core.ErrOutOfRange, http.StatusRequestedRangeNotSatisfiable, "out_of_range"},
 	{core.ErrSeqConflict, http.StatusConflict, "sequence_conflict"},
+	{core.ErrWriterOwned, http.StatusConflict, "writer_conflict"},
 	{core.ErrNotEmpty, http.StatusConflict, "not_empty"},
 	{core.ErrNotFound, http.StatusNotFound, "not_found"},
 	{acl.ErrNotFound, http.StatusNotFound, "not_found"},
@@ -73,6 +77,10 @@ type mapped struct {
 	// internal errors are logged in full and shown as a generic message,
 	// since their text may describe the server's insides.
 	internal bool
+	// storage errors (ENOSPC, EIO under a sentinel) are shown as what
+	// failed, without the file names and paths their text carries, and
+	// logged in full.
+	storage bool
 }
 
 func mapError(err error) mapped {
@@ -87,11 +95,80 @@ func mapError(err error) mapped {
 	}
 	for _, e := range errTable {
 		if errors.Is(err, e.target) {
-			return mapped{status: e.status, code: e.code, message: cleanMessage(err.Error())}
+			m := mapped{status: e.status, code: e.code, message: cleanMessage(err.Error())}
+			if msg, ok := storageMessage(err); ok {
+				m.message, m.storage = msg, true
+			}
+			return m
 		}
 	}
 	return mapped{status: http.StatusInternalServerError, code: "internal",
 		message: "internal error; the server log has details under this request id", internal: true}
+}
+
+// storageMessage describes a filesystem error under err for the client:
+// the system's reason ("no space left on device") and what to do, but not
+// the error's own text, which names the server's files.
+func storageMessage(err error) (string, bool) {
+	var (
+		pe    *fs.PathError
+		le    *os.LinkError
+		se    *os.SyscallError
+		errno syscall.Errno
+	)
+	hasErrno := errors.As(err, &errno)
+	if !hasErrno && !errors.As(err, &pe) && !errors.As(err, &le) && !errors.As(err, &se) {
+		return "", false
+	}
+	why := "an I/O error"
+	if hasErrno {
+		why = errno.Error()
+	}
+	return "the server's storage failed: " + why + "; retry after a moment (an append was not acknowledged: " +
+		"sent again with the same writer id and sequence number it is stored once); " +
+		"the server log has details under this request id", true
+}
+
+// scrubPaths takes the paths of the filesystem errors under err, and the
+// data directory, out of msg: a client must not learn where the server
+// keeps its files. A path becomes its last element, which is all a
+// message needs to tell two files apart.
+func scrubPaths(msg string, err error, dataDir string) string {
+	var paths []string
+	var walk func(error)
+	walk = func(e error) {
+		switch x := e.(type) {
+		case nil:
+			return
+		case *fs.PathError:
+			paths = append(paths, x.Path)
+		case *os.LinkError:
+			paths = append(paths, x.Old, x.New)
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	for _, p := range paths {
+		if filepath.IsAbs(p) || strings.ContainsRune(p, filepath.Separator) {
+			msg = strings.ReplaceAll(msg, p, filepath.Base(p))
+		}
+	}
+	if dataDir != "" {
+		if abs, err := filepath.Abs(dataDir); err == nil {
+			msg = strings.ReplaceAll(msg, abs, "<data dir>")
+		}
+		if filepath.IsAbs(dataDir) {
+			msg = strings.ReplaceAll(msg, dataDir, "<data dir>")
+		}
+	}
+	return msg
 }
 
 // cleanMessage drops the package prefixes of sentinel texts ("core: not
@@ -126,10 +203,13 @@ type errorDetail struct {
 // client).
 func (s *Server) fail(c *call, err error) {
 	m := mapError(err)
+	m.message = scrubPaths(m.message, err, s.store.Dir())
 	log := s.log.With(zap.String("request_id", c.id), zap.String("route", c.route), zap.Error(err))
 	switch {
 	case m.internal:
 		log.Error("request failed")
+	case m.storage:
+		log.Warn("request failed on a storage error")
 	case m.status == statusClientClosed:
 		log.Debug("client went away")
 	default:

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/silt-io/silt/acl"
@@ -30,6 +33,7 @@ func TestMapError(t *testing.T) {
 		"not empty":       {core.ErrNotEmpty, 409, "not_empty", ""},
 		"out of range":    {core.ErrOutOfRange, 416, "out_of_range", ""},
 		"seq conflict":    {core.ErrSeqConflict, 409, "sequence_conflict", ""},
+		"writer taken":    {core.ErrWriterOwned, 409, "writer_conflict", "writer id in use by another principal"},
 		"unavailable":     {core.ErrUnavailable, 503, "unavailable", ""},
 		"closed":          {core.ErrClosed, 503, "shutting_down", ""},
 		"unauthenticated": {fmt.Errorf("%w: unknown token", acl.ErrUnauthenticated), 401, "unauthenticated", "not authenticated: unknown token"},
@@ -82,6 +86,51 @@ func TestFailHeaders(t *testing.T) {
 			e.srv.fail(c0, c.err)
 			if got := rec.Header().Get(c.header); got != c.want {
 				t.Fatalf("%s = %q, want %q", c.header, got, c.want)
+			}
+		})
+	}
+}
+
+// TestErrorsShowNoServerPaths checks what a client learns from errors
+// that carry the server's file paths: the reason, never the path.
+func TestErrorsShowNoServerPaths(t *testing.T) {
+	const dataDir = "/srv/silt-data"
+	seg := dataDir + "/logs/acme/logs@1/0/00000000000000000009.log"
+	enospc := &fs.PathError{Op: "open", Path: seg, Err: syscall.ENOSPC}
+	eio := &fs.PathError{Op: "write", Path: seg, Err: syscall.EIO}
+	cases := map[string]struct {
+		err    error
+		status int
+		says   string // part of the message
+		gone   []string
+	}{
+		// As the engine reports a full disk at a new segment file.
+		"full disk at a new segment file": {
+			fmt.Errorf("%w: %w", core.ErrUnavailable, fmt.Errorf("segment: log unavailable: create segment file %s: %w", seg, enospc)),
+			503, "no space left on device", []string{dataDir, "/logs/", ".log"}},
+		"I/O error": {
+			fmt.Errorf("%w: %w", core.ErrUnavailable, fmt.Errorf("write %s: %w", seg, eio)),
+			503, "input/output error", []string{dataDir, ".log"}},
+		// Tier-2 reads name the backend's directory.
+		"tier-2 read": {
+			fmt.Errorf("%w: read tier 2 %s: %w", core.ErrUnavailable, "acme/logs/x", &fs.PathError{Op: "open", Path: "/mnt/tier2/acme/logs/x", Err: errors.New("stale file handle")}),
+			503, "storage failed", []string{"/mnt/tier2"}},
+		// A path in an error that is not a storage failure still goes.
+		"path in another error": {
+			fmt.Errorf("%w: checkpoint %s is damaged", core.ErrInvalid, dataDir+"/logs/x/writers.json"),
+			400, "<data dir>/logs/x/writers.json", []string{dataDir}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := mapError(c.err)
+			msg := scrubPaths(m.message, c.err, dataDir)
+			if m.status != c.status || !strings.Contains(msg, c.says) {
+				t.Fatalf("%d %q, want %d mentioning %q", m.status, msg, c.status, c.says)
+			}
+			for _, g := range c.gone {
+				if strings.Contains(msg, g) {
+					t.Fatalf("message %q shows %q", msg, g)
+				}
 			}
 		})
 	}

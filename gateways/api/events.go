@@ -23,6 +23,9 @@ func (s *Server) appendEvents(c *call) (op, error) {
 		RoutingKey: q.Get("key"),
 		Segment:    q.Get("segment"),
 		WriterID:   c.r.Header.Get(headerWriterID),
+		// A writer id is the caller's own: core binds it to the first
+		// principal that uses it on the stream.
+		Owner: c.principal.Name,
 	}
 	if q.Has("key") && q.Has("segment") {
 		return op{}, badRequest("give key= or segment=, not both")
@@ -115,14 +118,15 @@ func (s *Server) readBatch(c *call, format bodyFormat) (events [][]byte, release
 	lift := c.bodyDeadline()
 	defer lift()
 	events, err = parseBody(format, c.body(limit), batchLimits{
-		maxEvent: s.limits.MaxEventBytes,
-		maxBatch: s.limits.MaxBatchBytes,
+		maxEvent:  s.limits.MaxEventBytes,
+		maxBatch:  s.limits.MaxBatchBytes,
+		maxEvents: s.limits.MaxBatchEvents,
 		hold: func(held int64) error {
-			if err := res.cover(held); err != nil {
+			err := res.cover(held)
+			if err == errOverloaded {
 				s.met.rejected.Inc()
-				return err
 			}
-			return nil
+			return err
 		},
 		sizeHint: max(c.r.ContentLength, 0),
 	})

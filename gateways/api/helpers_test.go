@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/core/vfs"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -35,6 +37,8 @@ type testServer struct {
 	client *http.Client
 	stop   context.CancelFunc
 	done   chan error
+
+	closeOnce sync.Once
 }
 
 func serveTest(t testing.TB, srv *Server) *testServer {
@@ -56,10 +60,13 @@ func serveTest(t testing.TB, srv *Server) *testServer {
 
 func (ts *testServer) Client() *http.Client { return ts.client }
 
+// Close stops the server; later calls do nothing.
 func (ts *testServer) Close() {
-	ts.client.CloseIdleConnections()
-	ts.stop()
-	<-ts.done
+	ts.closeOnce.Do(func() {
+		ts.client.CloseIdleConnections()
+		ts.stop()
+		<-ts.done
+	})
 }
 
 // Test limits: small, so that 413s are cheap to provoke.
@@ -69,6 +76,9 @@ const (
 )
 
 type envOptions struct {
+	core     func(*core.Config)
+	fs       vfs.FS      // the segment logs' filesystem; nil: the OS's
+	log      *zap.Logger // the server's log; nil: the test's
 	api      func(*Config)
 	auth     func(*Auth)
 	noServer bool
@@ -84,6 +94,8 @@ type env struct {
 	ts    *testServer
 	reg   *prometheus.Registry
 	root  string // root's bearer token
+	// coreCfg is the store's config, for reopening its directory.
+	coreCfg core.Config
 }
 
 func newEnv(t testing.TB, opts ...envOptions) *env {
@@ -95,8 +107,15 @@ func newEnv(t testing.TB, opts ...envOptions) *env {
 	ccfg := core.DefaultConfig()
 	ccfg.Dir = t.TempDir()
 	ccfg.SegmentFileBytes = 1 << 20
-	ccfg.Limits = core.Limits{MaxEventBytes: testMaxEvent, MaxBatchBytes: testMaxBatch, MaxSegments: 16}
-	store, err := core.Open(ccfg, zap.NewNop())
+	ccfg.Limits = core.Limits{MaxEventBytes: testMaxEvent, MaxBatchBytes: testMaxBatch, MaxBatchEvents: 1 << 20, MaxSegments: 16}
+	if o.core != nil {
+		o.core(&ccfg)
+	}
+	fs := o.fs
+	if fs == nil {
+		fs = vfs.OS{}
+	}
+	store, err := core.OpenFS(ccfg, zap.NewNop(), fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +124,7 @@ func newEnv(t testing.TB, opts ...envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, store: store, acl: as, reg: prometheus.NewRegistry()}
+	e := &env{t: t, store: store, acl: as, reg: prometheus.NewRegistry(), coreCfg: ccfg}
 	if _, err := as.CreatePrincipal("root"); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +144,11 @@ func newEnv(t testing.TB, opts ...envOptions) *env {
 	if o.auth != nil {
 		o.auth(&auth)
 	}
-	e.srv, err = New(cfg, store, auth, zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), e.reg)
+	log := o.log
+	if log == nil {
+		log = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
+	}
+	e.srv, err = New(cfg, store, auth, log, e.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,4 +353,35 @@ func appendReq(tenant, stream string, events ...string) core.AppendRequest {
 
 func coreConfigLines() core.StreamConfig {
 	return core.StreamConfig{Encoding: core.EncodingLines, Segments: 1}
+}
+
+// restart stops the server and closes the store, then opens both again on
+// the same directory (with the OS's filesystem), as a restarted silt
+// serve would. Tokens and grants live in the catalog and stay valid.
+func (e *env) restart() {
+	e.t.Helper()
+	e.ts.Close()
+	if err := e.store.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	store, err := core.Open(e.coreCfg, zap.NewNop())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { store.Close() })
+	as, err := acl.Open(store.Catalog())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.store, e.acl, e.reg = store, as, prometheus.NewRegistry()
+	cfg := DefaultConfig()
+	if *httpServer != "" {
+		cfg.HTTPServer = *httpServer
+	}
+	e.srv, err = New(cfg, store, Auth{Authn: as.Authenticate, Authz: as, Admin: as}, zaptest.NewLogger(e.t, zaptest.Level(zap.InfoLevel)), e.reg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.ts = serveTest(e.t, e.srv)
+	e.t.Cleanup(e.ts.Close)
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/core/names"
 )
 
 // A route is one entry of the API. Access is declared here, not in the
@@ -28,6 +29,26 @@ type route struct {
 	anyCaller bool
 	action    acl.Action
 	prepare   func(c *call) (op, error)
+	// names are the path wildcards that hold tenant or stream names, set
+	// by buildMux from the pattern.
+	names []pathName
+}
+
+// A pathName is a wildcard of a route's pattern that holds a name, with
+// the rule it must follow.
+type pathName struct {
+	wildcard string
+	check    func(string) error
+}
+
+// nameWildcards are the wildcards checked before any access decision.
+// The mux decodes escapes inside a path element, so "ac%2fme" reaches a
+// handler as "ac/me": unchecked, it would go to the authorizer and the
+// store as a name that cannot exist, and its 403 or 404 would differ by
+// caller and tell them what does.
+var nameWildcards = []pathName{
+	{"tenant", names.Tenant},
+	{"stream", names.Stream},
 }
 
 // An op is a prepared request: the resource it touches, and the work to do
@@ -92,6 +113,11 @@ func (s *Server) buildMux() error {
 		if kinds != 1 {
 			return fmt.Errorf("api: route %q must be exactly one of public, anyCaller or an action", rt.pattern)
 		}
+		for _, n := range nameWildcards {
+			if strings.Contains(rt.pattern, "{"+n.wildcard+"}") {
+				rt.names = append(rt.names, n)
+			}
+		}
 		s.mux.Handle(rt.pattern, s.serveRoute(rt))
 	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
@@ -143,6 +169,12 @@ func (s *Server) serveRoute(rt route) http.Handler {
 		defer s.finish(c)
 		if !rt.public {
 			if err := c.authenticate(); err != nil {
+				s.fail(c, err)
+				return
+			}
+		}
+		for _, n := range rt.names {
+			if err := n.check(r.PathValue(n.wildcard)); err != nil {
 				s.fail(c, err)
 				return
 			}

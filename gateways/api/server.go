@@ -35,8 +35,9 @@ type Config struct {
 	// all appends in progress may hold in memory at once. An append that
 	// would go beyond it is refused with 503 and Retry-After before its
 	// body is read, so a burst of producers degrades into retries instead
-	// of exhausting memory.
-	MaxInflightBytes int64 `koanf:"max_inflight_bytes" help:"append bytes held in memory at once across requests; beyond it appends get 503"`
+	// of exhausting memory; one that alone needs more than all of it gets
+	// 413, since no retry could succeed.
+	MaxInflightBytes int64 `koanf:"max_inflight_bytes" help:"append bytes held in memory at once across requests; beyond it appends get 503 (413 for one append that alone needs more)"`
 	// ReadTimeout bounds reading a request's headers and, for requests
 	// with a body, the body. It is applied per request rather than as
 	// http.Server.ReadTimeout, which would also cut off follow reads;
@@ -111,14 +112,15 @@ type Auth struct {
 	// nil, every request that carries a token is refused with 401.
 	Authn func(secret string) (acl.Principal, error)
 	// Authz decides every request (default deny); an acl.Store, or
-	// acl.AllowAll{} for development.
+	// acl.AllowAll{} for tests without principals. With Insecure it must
+	// still be the real authorizer: a presented token keeps its grants.
 	Authz acl.Authorizer
 	// Admin manages principals, tokens and grants. When nil those routes
 	// answer 501.
 	Admin *acl.Store
-	// Insecure (--auth.insecure-dev) lets requests without an
+	// Insecure (--auth.insecure_dev) lets requests without an
 	// Authorization header do anything. Requests that present a token are
-	// still authenticated and authorized normally.
+	// still authenticated and authorized normally, by Authz.
 	Insecure bool
 }
 
@@ -158,6 +160,11 @@ func New(cfg Config, store *core.Store, auth Auth, log *zap.Logger, reg promethe
 	}
 	if auth.Authz == nil {
 		return nil, errors.New("api: auth.Authz is required (use acl.AllowAll{} to allow everything)")
+	}
+	// Insecure already frees requests without a token; AllowAll on top
+	// would make any token, read-only ones too, an admin token.
+	if _, all := auth.Authz.(acl.AllowAll); all && auth.Insecure && auth.Authn != nil {
+		return nil, errors.New("api: auth.Insecure needs the real authorizer in auth.Authz, not acl.AllowAll, so that presented tokens keep their grants")
 	}
 	if log == nil {
 		log = zap.NewNop()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/core/names"
 )
 
 // Tenants and streams. Creating and deleting tenants is server-wide admin
@@ -16,6 +17,10 @@ import (
 func (s *Server) createTenant(c *call) (op, error) {
 	var req createTenantRequest
 	if err := c.decodeJSON(&req); err != nil {
+		return op{}, err
+	}
+	// Names are checked before access, as path names are (routes.go).
+	if err := names.Tenant(req.Name); err != nil {
 		return op{}, err
 	}
 	return op{res: acl.Resource{}, run: func() error {
@@ -82,6 +87,16 @@ func (s *Server) createStream(c *call) (op, error) {
 	enc := core.Encoding(req.Encoding)
 	if enc != "" && !enc.Valid() {
 		return op{}, badRequest("encoding %q: want %q or %q", req.Encoding, core.EncodingLines, core.EncodingFramed)
+	}
+	// The new names go into the resource checked below: a name that
+	// cannot exist must be refused as such first, whoever asks.
+	if err := names.Stream(req.Name); err != nil {
+		return op{}, err
+	}
+	if req.Group != "" {
+		if err := names.Stream(req.Group); err != nil {
+			return op{}, badRequest("group follows the stream-name rules: %v", err)
+		}
 	}
 	if req.Segments < 0 {
 		return op{}, badRequest("segments must not be negative (0 takes the server default)")

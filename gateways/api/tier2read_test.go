@@ -25,7 +25,7 @@ func newTieredEnv(t *testing.T) (*env, *tiering.Tierer) {
 	ccfg := core.DefaultConfig()
 	ccfg.Dir = t.TempDir()
 	ccfg.SegmentFileBytes = 4096
-	ccfg.Limits = core.Limits{MaxEventBytes: testMaxEvent, MaxBatchBytes: testMaxBatch, MaxSegments: 16}
+	ccfg.Limits = core.Limits{MaxEventBytes: testMaxEvent, MaxBatchBytes: testMaxBatch, MaxBatchEvents: 1 << 20, MaxSegments: 16}
 	store, err := core.Open(ccfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
