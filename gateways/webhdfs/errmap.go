@@ -46,6 +46,42 @@ func errEOF(offset, size int64) *remoteError {
 		fmt.Sprintf("Cannot seek after EOF: offset %d is past the file length %d", offset, size)}
 }
 
+// errRange answers an OPEN at or past the end of a non-empty file, as the
+// NameNode does before it picks a DataNode (chooseDatanode's check).
+func errRange(offset, size int64, raw string) *remoteError {
+	return &remoteError{http.StatusForbidden, "IOException", "java.io.IOException",
+		fmt.Sprintf("Offset=%d out of the range [0, %d); OPEN, path=%s", offset, size, raw)}
+}
+
+// errInvalidPath is DFSUtil.isValidName's refusal; InvalidPathException
+// is a HadoopIllegalArgumentException, hence 400.
+func errInvalidPath(raw string) *remoteError {
+	return &remoteError{http.StatusBadRequest, "InvalidPathException", "org.apache.hadoop.fs.InvalidPathException",
+		"Invalid path name " + raw}
+}
+
+// errHadoopArgument is HadoopIllegalArgumentException, which HDFS throws
+// for a malformed xattr name.
+func errHadoopArgument(msg string) *remoteError {
+	return &remoteError{http.StatusBadRequest, "HadoopIllegalArgumentException", "org.apache.hadoop.HadoopIllegalArgumentException", msg}
+}
+
+// errXAttrNotFound is what HDFS answers when a named attribute is absent
+// (an IOException, hence 403).
+var errXAttrNotFound = &remoteError{http.StatusForbidden, "XAttrNotFoundException", "org.apache.hadoop.hdfs.protocol.XAttrNotFoundException",
+	"At least one of the attributes provided was not found."}
+
+// errNoOp answers a request without an op: HttpOpParam's default is NULL,
+// which every method refuses with UnsupportedOperationException. Hadoop's
+// client rethrows that class as it is.
+var errNoOp = &remoteError{http.StatusBadRequest, "UnsupportedOperationException", "java.lang.UnsupportedOperationException",
+	"op=NULL is not supported"}
+
+// errAuthorization is the proxy-user refusal (ProxyUsers.authorize).
+func errAuthorization(msg string) *remoteError {
+	return &remoteError{http.StatusForbidden, "AuthorizationException", "org.apache.hadoop.security.authorize.AuthorizationException", msg}
+}
+
 func errAuth(msg string) *remoteError {
 	return &remoteError{http.StatusUnauthorized, "SecurityException", "java.lang.SecurityException", msg}
 }
