@@ -37,10 +37,10 @@ func errArgument(msg string) *remoteError {
 	return &remoteError{http.StatusBadRequest, "IllegalArgumentException", "java.lang.IllegalArgumentException", msg}
 }
 
-// errEOF answers a read that starts past the end of the file, as a
-// DataNode does (its DFSInputStream.seek throws EOFException, which HDFS
-// sends as 403): Hadoop's client then throws EOFException, which is what
-// the FileSystem contract asks of a seek past the end.
+// errEOF answers a data-URL read that starts past the end of the file, as
+// a DataNode does (its DFSInputStream.seek throws EOFException, which HDFS
+// sends as 403). Hadoop's client then asks the NameNode step again, which
+// answers errRange.
 func errEOF(offset, size int64) *remoteError {
 	return &remoteError{http.StatusForbidden, "EOFException", "java.io.EOFException",
 		fmt.Sprintf("Cannot seek after EOF: offset %d is past the file length %d", offset, size)}
