@@ -37,13 +37,49 @@ func errArgument(msg string) *remoteError {
 	return &remoteError{http.StatusBadRequest, "IllegalArgumentException", "java.lang.IllegalArgumentException", msg}
 }
 
-// errEOF answers a read that starts past the end of the file, as a
-// DataNode does (its DFSInputStream.seek throws EOFException, which HDFS
-// sends as 403): Hadoop's client then throws EOFException, which is what
-// the FileSystem contract asks of a seek past the end.
+// errEOF answers a data-URL read that starts past the end of the file, as
+// a DataNode does (its DFSInputStream.seek throws EOFException, which HDFS
+// sends as 403). Hadoop's client then asks the NameNode step again, which
+// answers errRange.
 func errEOF(offset, size int64) *remoteError {
 	return &remoteError{http.StatusForbidden, "EOFException", "java.io.EOFException",
 		fmt.Sprintf("Cannot seek after EOF: offset %d is past the file length %d", offset, size)}
+}
+
+// errRange answers an OPEN at or past the end of a non-empty file, as the
+// NameNode does before it picks a DataNode (chooseDatanode's check).
+func errRange(offset, size int64, raw string) *remoteError {
+	return &remoteError{http.StatusForbidden, "IOException", "java.io.IOException",
+		fmt.Sprintf("Offset=%d out of the range [0, %d); OPEN, path=%s", offset, size, raw)}
+}
+
+// errInvalidPath is DFSUtil.isValidName's refusal; InvalidPathException
+// is a HadoopIllegalArgumentException, hence 400.
+func errInvalidPath(raw string) *remoteError {
+	return &remoteError{http.StatusBadRequest, "InvalidPathException", "org.apache.hadoop.fs.InvalidPathException",
+		"Invalid path name " + raw}
+}
+
+// errHadoopArgument is HadoopIllegalArgumentException, which HDFS throws
+// for a malformed xattr name.
+func errHadoopArgument(msg string) *remoteError {
+	return &remoteError{http.StatusBadRequest, "HadoopIllegalArgumentException", "org.apache.hadoop.HadoopIllegalArgumentException", msg}
+}
+
+// errXAttrNotFound is what HDFS answers when a named attribute is absent
+// (an IOException, hence 403).
+var errXAttrNotFound = &remoteError{http.StatusForbidden, "XAttrNotFoundException", "org.apache.hadoop.hdfs.protocol.XAttrNotFoundException",
+	"At least one of the attributes provided was not found."}
+
+// errNoOp answers a request without an op: HttpOpParam's default is NULL,
+// which every method refuses with UnsupportedOperationException. Hadoop's
+// client rethrows that class as it is.
+var errNoOp = &remoteError{http.StatusBadRequest, "UnsupportedOperationException", "java.lang.UnsupportedOperationException",
+	"op=NULL is not supported"}
+
+// errAuthorization is the proxy-user refusal (ProxyUsers.authorize).
+func errAuthorization(msg string) *remoteError {
+	return &remoteError{http.StatusForbidden, "AuthorizationException", "org.apache.hadoop.security.authorize.AuthorizationException", msg}
 }
 
 func errAuth(msg string) *remoteError {

@@ -29,6 +29,14 @@ func TestMapErr(t *testing.T) {
 		"write":           {errWrite, 403, "AccessControlException", "org.apache.hadoop.security.AccessControlException"},
 		"argument":        {fmt.Errorf("x: %w", errArgument("bad")), 400, "IllegalArgumentException", "java.lang.IllegalArgumentException"},
 		"cancelled":       {context.Canceled, 503, "RetriableException", "org.apache.hadoop.ipc.RetriableException"},
+		// HDFS's ExceptionHandler: IOExceptions are 403, IllegalArgument
+		// and UnsupportedOperation ones 400, whatever their class.
+		"open range":      {errRange(40, 39, "/p"), 403, "IOException", "java.io.IOException"},
+		"invalid path":    {errInvalidPath("/a//b"), 400, "InvalidPathException", "org.apache.hadoop.fs.InvalidPathException"},
+		"xattr name":      {errHadoopArgument("bad"), 400, "HadoopIllegalArgumentException", "org.apache.hadoop.HadoopIllegalArgumentException"},
+		"xattr not found": {errXAttrNotFound, 403, "XAttrNotFoundException", "org.apache.hadoop.hdfs.protocol.XAttrNotFoundException"},
+		"no op":           {errNoOp, 400, "UnsupportedOperationException", "java.lang.UnsupportedOperationException"},
+		"proxy user":      {errAuthorization("no"), 403, "AuthorizationException", "org.apache.hadoop.security.authorize.AuthorizationException"},
 		"anything else":   {errors.New("disk on fire"), 500, "IOException", "java.io.IOException"},
 	}
 	for name, c := range cases {

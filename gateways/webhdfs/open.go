@@ -52,21 +52,25 @@ func (s *Server) verify(sig, p string) (acl.Principal, error) {
 	return acl.Principal{Name: principal}, nil
 }
 
-// open serves op=OPEN: a redirect (or, with noredirect=true, its Location
-// as JSON) for a plain request, the bytes for a signed data URL.
+// open serves op=OPEN: for a plain request what a NameNode answers (a
+// redirect, or with noredirect=true its Location as JSON), for a signed
+// data URL what a DataNode answers (the bytes).
 func (h *handler) open() error {
+	if h.q.signature != "" {
+		return h.data()
+	}
+	if !validName(h.raw) {
+		return errInvalidPath(h.raw)
+	}
 	fi, err := h.v.Stat(h.ctx(), h.path)
 	if err != nil {
 		return err
 	}
-	if fi.IsDir {
-		return errNotFound("Path is not a file: " + h.path)
-	}
-	if fi.Size < h.q.offset {
-		return errEOF(h.q.offset, fi.Size)
-	}
-	if h.q.signature != "" {
-		return h.data()
+	// The NameNode checks the offset of a non-empty file only, and nothing
+	// else: a directory or an empty file is redirected, and the DataNode
+	// refuses it on the read.
+	if fi.Size > 0 && h.q.offset >= fi.Size {
+		return errRange(h.q.offset, fi.Size, h.raw)
 	}
 	loc := h.dataURL()
 	if h.q.noRedirect {
@@ -101,7 +105,8 @@ func (h *handler) dataURL() string {
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
 // data sends the requested bytes with an exact Content-Length: Hadoop
-// takes the file length as offset + Content-Length.
+// takes the file length as offset + Content-Length. As on a DataNode, a
+// read at the very end is empty and one past it fails with EOFException.
 func (h *handler) data() error {
 	f, err := h.v.Open(h.ctx(), h.path)
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/view"
@@ -21,7 +23,8 @@ type handler struct {
 	w         http.ResponseWriter
 	r         *http.Request
 	q         params
-	path      string
+	path      string // the request path, see requestPath
+	raw       string // the request path as sent, for messages
 }
 
 func (h *handler) ctx() context.Context { return h.r.Context() }
@@ -235,8 +238,20 @@ func (h *handler) contentSummary() error {
 	}
 	return h.json(map[string]any{"ContentSummary": map[string]any{
 		"directoryCount": sum.dirs, "ecPolicy": "Replicated", "fileCount": sum.files, "length": sum.length,
-		"quota": -1, "spaceConsumed": sum.length, "spaceQuota": -1, "typeQuota": map[string]any{},
+		"quota": h.nsQuota(), "spaceConsumed": sum.length, "spaceQuota": -1, "typeQuota": map[string]any{},
+		// silt has no snapshots; HDFS sends these whatever the path.
+		"snapshotDirectoryCount": 0, "snapshotFileCount": 0, "snapshotLength": 0, "snapshotSpaceConsumed": 0,
 	}})
+}
+
+// nsQuota is the namespace quota of the request path: HDFS's root always
+// has one, Long.MAX_VALUE (FSDirectory's default for the root inode);
+// nothing else has any.
+func (h *handler) nsQuota() int64 {
+	if h.path == "/" {
+		return math.MaxInt64
+	}
+	return -1
 }
 
 // quotaUsage answers GETQUOTAUSAGE (hadoop fs -count -u): no quotas, and
@@ -247,7 +262,7 @@ func (h *handler) quotaUsage() error {
 		return err
 	}
 	return h.json(map[string]any{"QuotaUsage": map[string]any{
-		"fileAndDirectoryCount": sum.dirs + sum.files, "quota": -1, "spaceConsumed": sum.length,
+		"fileAndDirectoryCount": sum.dirs + sum.files, "quota": h.nsQuota(), "spaceConsumed": sum.length,
 		"spaceQuota": -1, "typeQuota": map[string]any{},
 	}})
 }
@@ -266,7 +281,12 @@ func (h *handler) fsStatus() error {
 	}})
 }
 
+// fileChecksum is served here, where a NameNode redirects to a DataNode;
+// the NameNode's path check before that redirect is kept.
 func (h *handler) fileChecksum() error {
+	if !validName(h.raw) {
+		return errInvalidPath(h.raw)
+	}
 	f, err := h.v.Open(h.ctx(), h.path)
 	if err != nil {
 		return err
@@ -303,10 +323,7 @@ func (h *handler) serverDefaults() error {
 func (h *handler) checkAccess() error {
 	a := h.q.fsAction
 	if a == "" {
-		a = "---"
-	}
-	if len(a) != 3 || (a[0] != 'r' && a[0] != '-') || (a[1] != 'w' && a[1] != '-') || (a[2] != 'x' && a[2] != '-') {
-		return errArgument(fmt.Sprintf("Invalid value for webhdfs parameter \"fsaction\": %q; want e.g. r-x", a))
+		return errRequired("fsaction", h.q.op)
 	}
 	fi, err := h.v.Stat(h.ctx(), h.path)
 	if err != nil {
@@ -317,6 +334,11 @@ func (h *handler) checkAccess() error {
 	}
 	h.w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// errRequired is the NameNode's validateOpParams refusal.
+func errRequired(param, op string) *remoteError {
+	return errArgument(fmt.Sprintf("Required param %s for op: %s is null or empty", param, op))
 }
 
 func (h *handler) aclStatus() error {
@@ -330,17 +352,57 @@ func (h *handler) aclStatus() error {
 	}})
 }
 
-// xattrs reports that entries have no extended attributes: asking for
-// none gets an empty list, asking for any by name fails as in HDFS.
+// xattrs answers GETXATTRS as for an entry without extended attributes.
+// The names are checked first, as HDFS checks them before it looks the
+// path up: their form (XAttrHelper.buildXAttr), then the caller's right
+// to their namespace. No silt principal is the HDFS superuser, so only
+// user.* names may be read (and the security.hdfs.unreadable.by.superuser
+// marker, which HDFS lets anyone ask for).
 func (h *handler) xattrs() error {
+	if h.q.encoding == "" {
+		return errRequired("encoding", h.q.op)
+	}
+	var names []string
+	for _, n := range h.q.values["xattr.name"] {
+		if n == "" {
+			continue // XAttrNameParam's default: no name
+		}
+		prefixed, err := xattrName(n)
+		if err != nil {
+			return err
+		}
+		names = append(names, prefixed)
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, "user.") && n != "security.hdfs.unreadable.by.superuser" {
+			return errAccess("User doesn't have permission for xattr: " + n)
+		}
+	}
 	if _, err := h.v.Stat(h.ctx(), h.path); err != nil {
 		return err
 	}
-	if len(h.q.values["xattr.name"]) > 0 {
-		return &remoteError{http.StatusForbidden, "IOException", "java.io.IOException",
-			"At least one of the attributes provided was not found."}
+	if len(names) > 0 {
+		return errXAttrNotFound
 	}
 	return h.json(map[string]any{"XAttrs": []string{}})
+}
+
+// xattrName checks an xattr name as XAttrHelper.buildXAttr does and
+// returns it with its namespace in lower case, as HDFS prints it.
+func xattrName(n string) (string, error) {
+	i := strings.IndexByte(n, '.')
+	switch {
+	case i < 3:
+		return "", errHadoopArgument("An XAttr name must be prefixed with user/trusted/security/system/raw, followed by a '.'")
+	case i == len(n)-1:
+		return "", errHadoopArgument("XAttr name cannot be empty.")
+	}
+	ns := strings.ToLower(n[:i])
+	switch ns {
+	case "user", "trusted", "security", "system", "raw":
+		return ns + n[i:], nil
+	}
+	return "", errHadoopArgument("An XAttr name must be prefixed with user/trusted/security/system/raw, followed by a '.'")
 }
 
 func (h *handler) listXattrs() error {

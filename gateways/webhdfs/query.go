@@ -3,7 +3,6 @@ package webhdfs
 import (
 	"fmt"
 	"net/url"
-	"path"
 	"strconv"
 	"strings"
 )
@@ -11,8 +10,10 @@ import (
 // params holds the query parameters of one request. HDFS matches parameter
 // names and op values case-insensitively (the npm webhdfs client sends
 // lowercase ops), so names are folded to lower case. Where a parameter
-// repeats, the last value wins: Hadoop re-requests a data URL with its own
-// "&offset=" appended, and that must override any offset already there.
+// repeats, the first value wins and later ones are not even parsed, as on
+// a NameNode (Jersey's @QueryParam) and a DataNode (QueryStringDecoder):
+// "offset=5&offset=9" reads from 5. Hadoop's client strips offset from a
+// data URL before appending its own, so it never repeats one.
 type params struct {
 	op         string // upper case
 	offset     int64
@@ -20,6 +21,7 @@ type params struct {
 	noRedirect bool
 	startAfter string
 	fsAction   string
+	encoding   string // GETXATTRS: upper case, "" when absent
 	userName   string
 	delegation string
 	doAs       string
@@ -28,91 +30,167 @@ type params struct {
 	service    string // GETDELEGATIONTOKEN: the token's service field
 	kind       string // GETDELEGATIONTOKEN: the token's kind field
 	signature  string // silt's signed data-URL parameter
-	values     url.Values
+	// values holds every value of every parameter, in query order, for
+	// the one parameter that legitimately repeats (xattr.name).
+	values url.Values
 }
 
 // sigParam carries the signature of a data URL. The name is silt's, so it
 // cannot clash with a Hadoop parameter.
 const sigParam = "silt.sig"
 
+// pair is one name=value of a query string, name folded to lower case.
+type pair struct{ name, value string }
+
+// queryPairs splits a raw query in order, as url.ParseQuery would but
+// keeping the order across names, which a map loses. It returns every
+// pair it could decode and the first error, so that a caller may still
+// find the op of a malformed query.
+func queryPairs(raw string) ([]pair, error) {
+	var (
+		out      []pair
+		firstErr error
+	)
+	for raw != "" {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		if kv == "" {
+			continue
+		}
+		if strings.Contains(kv, ";") {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("invalid semicolon separator in query")
+			}
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		k, err1 := url.QueryUnescape(k)
+		v, err2 := url.QueryUnescape(v)
+		if err := firstOf(err1, err2); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		out = append(out, pair{strings.ToLower(k), v})
+	}
+	return out, firstErr
+}
+
+func firstOf(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstOp is the first op= value as sent, or "" without one.
+func firstOp(raw string) string {
+	pairs, _ := queryPairs(raw)
+	for _, p := range pairs {
+		if p.name == "op" {
+			return p.value
+		}
+	}
+	return ""
+}
+
 func parseQuery(raw string) (params, error) {
-	vals, err := url.ParseQuery(raw)
+	pairs, err := queryPairs(raw)
 	if err != nil {
 		return params{}, errArgument(fmt.Sprintf("malformed query string: %v", err))
 	}
 	q := url.Values{}
-	for k, vs := range vals {
-		k = strings.ToLower(k)
-		q[k] = append(q[k], vs...)
+	for _, p := range pairs {
+		q[p.name] = append(q[p.name], p.value)
 	}
-	last := func(k string) string {
+	first := func(k string) string {
 		if vs := q[k]; len(vs) > 0 {
-			return vs[len(vs)-1]
+			return vs[0]
 		}
 		return ""
 	}
 	p := params{
-		op:         strings.ToUpper(strings.TrimSpace(last("op"))),
+		op:         strings.ToUpper(first("op")),
 		length:     -1,
-		startAfter: last("startafter"),
-		fsAction:   last("fsaction"),
-		userName:   last("user.name"),
-		delegation: last("delegation"),
-		doAs:       last("doas"),
-		token:      last("token"),
-		renewer:    last("renewer"),
-		service:    last("service"),
-		kind:       last("kind"),
-		signature:  last(sigParam),
+		startAfter: first("startafter"),
+		fsAction:   first("fsaction"),
+		userName:   first("user.name"),
+		delegation: first("delegation"),
+		doAs:       first("doas"),
+		token:      first("token"),
+		renewer:    first("renewer"),
+		service:    first("service"),
+		kind:       first("kind"),
+		signature:  first(sigParam),
 		values:     q,
 	}
-	if p.op == "" {
-		return params{}, errArgument(`missing parameter "op"`)
+	if p.op == "" || p.op == "NULL" {
+		return params{}, errNoOp
 	}
-	if p.offset, err = nonNegative(q, "offset", last("offset"), 0); err != nil {
+	// Every parameter HDFS knows is parsed whatever the op, so a bad
+	// value is refused even where the op would not use it.
+	if p.offset, err = longParam("offset", first("offset"), 0); err != nil {
 		return params{}, err
 	}
-	if p.length, err = nonNegative(q, "length", last("length"), -1); err != nil {
+	if p.length, err = longParam("length", first("length"), -1); err != nil {
 		return params{}, err
 	}
 	// buffersize only tunes the server's copy buffer in HDFS; it is
 	// checked so that a typo is reported, not silently ignored.
-	if bs := last("buffersize"); bs != "" {
-		if n, err := strconv.ParseInt(bs, 10, 32); err != nil || n <= 0 {
-			return params{}, errArgument(fmt.Sprintf("Invalid value for webhdfs parameter \"buffersize\": %q is not a positive integer", bs))
+	if bs := first("buffersize"); bs != "" {
+		n, err := strconv.ParseInt(bs, 10, 32)
+		if err != nil {
+			return params{}, badParam("buffersize", fmt.Sprintf("Failed to parse %q as a radix-10 integer.", bs))
+		}
+		if n < 1 {
+			return params{}, badParam("buffersize", fmt.Sprintf("Invalid parameter range: buffersize = %d < 1", n))
 		}
 	}
-	switch nr := strings.ToLower(last("noredirect")); nr {
+	switch nr := first("noredirect"); strings.ToLower(nr) {
 	case "", "false":
 	case "true":
 		p.noRedirect = true
 	default:
-		return params{}, errArgument(fmt.Sprintf("Invalid value for webhdfs parameter \"noredirect\": %q; want true or false", nr))
+		return params{}, badParam("noredirect", fmt.Sprintf("Failed to parse %q to Boolean.", nr))
+	}
+	if a := p.fsAction; a != "" && !validFsAction(a) {
+		return params{}, badParam("fsaction", fmt.Sprintf("Invalid value: %q does not belong to the domain [r-][w-][x-]", a))
+	}
+	// XAttrCodec's names; Hadoop's client sends HEX.
+	switch enc := strings.ToUpper(first("encoding")); enc {
+	case "", "TEXT", "HEX", "BASE64":
+		p.encoding = enc
+	default:
+		return params{}, badParam("encoding", "No enum constant org.apache.hadoop.fs.XAttrCodec."+enc)
 	}
 	return p, nil
 }
 
-// nonNegative parses an optional long parameter; def is used when absent.
-func nonNegative(q url.Values, name, s string, def int64) (int64, error) {
-	if _, ok := q[name]; !ok || s == "" {
+// badParam is HDFS's answer to a value its parameter class refuses.
+func badParam(name, why string) *remoteError {
+	return errArgument(fmt.Sprintf("Invalid value for webhdfs parameter %q: %s", name, why))
+}
+
+// longParam parses an optional non-negative long (OffsetParam,
+// LengthParam); def is used when it is absent or empty.
+func longParam(name, s string, def int64) (int64, error) {
+	if s == "" {
 		return def, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, errArgument(fmt.Sprintf("Invalid value for webhdfs parameter %q: %q is not a non-negative integer", name, s))
+	if err != nil {
+		return 0, badParam(name, fmt.Sprintf("Failed to parse %q as a radix-10 long integer.", s))
+	}
+	if n < 0 {
+		return 0, badParam(name, fmt.Sprintf("Invalid parameter range: %s = %d < 0", name, n))
 	}
 	return n, nil
 }
 
-// prefix is where WebHDFS lives on a NameNode's HTTP server.
-const prefix = "/webhdfs/v1"
-
-// viewPath turns a request path into a clean view path. ".." cannot climb
-// above the root because path.Clean stops there.
-func viewPath(urlPath string) (string, bool) {
-	rest, ok := strings.CutPrefix(urlPath, prefix)
-	if !ok || (rest != "" && rest[0] != '/') {
-		return "", false
-	}
-	return path.Clean("/" + rest), true
+// validFsAction matches FsActionParam's domain, [r-][w-][x-].
+func validFsAction(a string) bool {
+	return len(a) == 3 && (a[0] == 'r' || a[0] == '-') && (a[1] == 'w' || a[1] == '-') && (a[2] == 'x' || a[2] == '-')
 }

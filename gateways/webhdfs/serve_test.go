@@ -101,13 +101,25 @@ func FuzzParseQuery(f *testing.F) {
 	})
 }
 
-func FuzzViewPath(f *testing.F) {
+func FuzzRequestPath(f *testing.F) {
 	f.Add("/webhdfs/v1/a/../../b/")
+	f.Add("/webhdfs/v1//a//b/./c")
 	f.Add("/webhdfs/v1x")
 	f.Fuzz(func(t *testing.T, u string) {
-		p, ok := viewPath(u)
-		if _, err := view.Split(p); ok && err != nil {
-			t.Fatalf("viewPath(%q) = %q, not a clean view path: %v", u, p, err)
+		raw, p, ok := requestPath(u)
+		if !ok {
+			return
+		}
+		if !strings.HasPrefix(raw, "/") || strings.Contains(p, "//") {
+			t.Fatalf("requestPath(%q) = %q, %q", u, raw, p)
+		}
+		// Only a path with "." or ".." elements may be unclean, and
+		// literalView keeps those from the view.
+		if _, err := view.Split(p); err != nil && !dotted(p) {
+			t.Fatalf("requestPath(%q) = %q, not a clean view path: %v", u, p, err)
+		}
+		if validName(raw) && dotted(p) {
+			t.Fatalf("validName(%q) with a dotted path", raw)
 		}
 	})
 }

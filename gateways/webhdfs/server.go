@@ -103,49 +103,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 	return nil
 }
 
-// writeOps are the mutating WebHDFS operations (PUT, POST and DELETE in
-// Hadoop). They are refused by name too, whatever the method, so that a
-// client sending one with GET learns that the store is read-only rather
-// than that the op is unknown.
-var writeOps = map[string]bool{
-	"CREATE": true, "MKDIRS": true, "CREATESYMLINK": true, "RENAME": true, "SETREPLICATION": true,
-	"SETOWNER": true, "SETPERMISSION": true, "SETTIMES": true, "MODIFYACLENTRIES": true,
-	"REMOVEACLENTRIES": true, "REMOVEDEFAULTACL": true, "REMOVEACL": true, "SETACL": true,
-	"SETXATTR": true, "REMOVEXATTR": true, "CREATESNAPSHOT": true, "RENAMESNAPSHOT": true,
-	"DELETESNAPSHOT": true, "ALLOWSNAPSHOT": true, "DISALLOWSNAPSHOT": true, "SETSTORAGEPOLICY": true,
-	"UNSETSTORAGEPOLICY": true, "SATISFYSTORAGEPOLICY": true, "ENABLEECPOLICY": true,
-	"DISABLEECPOLICY": true, "SETECPOLICY": true, "UNSETECPOLICY": true, "APPEND": true,
-	"CONCAT": true, "TRUNCATE": true, "DELETE": true, "SETQUOTA": true, "SETQUOTABYSTORAGETYPE": true,
-}
-
-// tokenOps are the PUT operations that change no data: Hadoop renews and
-// cancels delegation tokens with PUT.
-var tokenOps = map[string]bool{"RENEWDELEGATIONTOKEN": true, "CANCELDELEGATIONTOKEN": true}
-
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Server", "silt")
 	if r.URL.Path == oauth2Path {
 		s.serveOAuth2Token(w, r)
 		return
 	}
-	var op string
-	for k, vs := range r.URL.Query() {
-		if strings.EqualFold(k, "op") && len(vs) > 0 {
-			op = strings.ToUpper(strings.TrimSpace(vs[len(vs)-1]))
-		}
-	}
-	readMethod := r.Method == http.MethodGet || r.Method == http.MethodHead
-	if writeOps[op] || (!readMethod && !(r.Method == http.MethodPut && tokenOps[op])) {
+	if e := checkOp(r.Method, firstOp(r.URL.RawQuery)); e != nil {
 		// Refuse before authenticating or reading: the body may be large
 		// and will never be used. Closing the connection is what lets the
 		// server skip draining it.
 		if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
 			w.Header().Set("Connection", "close")
 		}
-		writeErr(w, errWrite)
+		if e.Status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", "GET, HEAD, PUT, POST, DELETE")
+		}
+		writeErr(w, e)
 		return
 	}
-	p, ok := viewPath(r.URL.Path)
+	raw, p, ok := requestPath(r.URL.Path)
 	if !ok {
 		writeErr(w, errNotFound("no such resource; WebHDFS is served under "+prefix+"/"))
 		return
@@ -169,14 +146,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, p)
 		return
 	}
-	h := &handler{s: s, v: acl.Wrap(s.view, s.authz, principal), principal: principal, how: how, w: w, r: r, q: q, path: p}
+	h := &handler{s: s, v: literalView{acl.Wrap(s.view, s.authz, principal)}, principal: principal, how: how, w: w, r: r, q: q, path: p, raw: raw}
 	fn, ok := ops[q.op]
 	if !ok {
-		s.fail(w, r, errArgument(fmt.Sprintf("Invalid value for webhdfs parameter \"op\": No enum constant %s; silt serves read operations only", q.op)), p)
+		// checkOp let only HDFS's own GET ops through: these are the
+		// snapshot, erasure-coding, storage-policy and symlink reads.
+		s.fail(w, r, badParam("op", q.op+" is not served: silt has no snapshots, erasure coding, storage policies or symlinks"), p)
 		return
 	}
 	if err := fn(h); err != nil {
-		s.fail(w, r, err, p)
+		s.fail(w, r, h.explain(err), p)
 	}
 }
 
@@ -203,7 +182,7 @@ func (s *Server) authenticate(r *http.Request, q params) (acl.Principal, authMet
 	}
 	// silt has no proxy-user rules, so doas= may only name the caller.
 	if q.doAs != "" && q.doAs != p.Name {
-		return acl.Principal{}, 0, errAccess(fmt.Sprintf("User: %s is not allowed to impersonate %s; silt has no proxy users", p.Name, q.doAs))
+		return acl.Principal{}, 0, errAuthorization(fmt.Sprintf("User: %s is not allowed to impersonate %s", p.Name, q.doAs))
 	}
 	return p, how, nil
 }

