@@ -151,6 +151,10 @@ func exportCfg(exports ...string) Config {
 	return c
 }
 
+// rootConfig exports everything as root: the default export acts as
+// anonymous, which reads nothing of the fixture.
+func rootConfig() Config { return exportCfg("path=/;principal=root") }
+
 func TestLookupGetattrRead(t *testing.T) {
 	e := newEnv(t)
 	addr, _ := e.serve(DefaultConfig(), testKey)

@@ -36,6 +36,9 @@ func onLookup(ctx context.Context, w *response, userHandle Handler) error {
 	if err := checkName(obj.Filename); err != nil { // patched in
 		return err
 	}
+	if err := checkComponent(obj.Filename); err != nil { // patched in
+		return err
+	}
 
 	fs, p, err := userHandle.FromHandle(obj.Handle)
 	if err != nil {

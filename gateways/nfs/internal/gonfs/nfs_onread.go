@@ -110,6 +110,16 @@ func onRead(ctx context.Context, w *response, userHandle Handler) error {
 			return nil
 		}
 	}
+	if obj.Count == 0 {
+		// Patched: nothing to read (past the end, or an offset beyond
+		// 2^63 that ReadAt would see as negative and fail with EIO).
+		var fixed [12]byte
+		if setEOF {
+			binary.BigEndian.PutUint32(fixed[4:], 1)
+		}
+		w.writer.Write(fixed[:])
+		return nil
+	}
 	start := w.writer.Len()
 	// One extend, so that both slices point into the final buffer.
 	fixed := w.writer.extend(12 + int(obj.Count) + 3) // count, eof, opaque length, data, padding
