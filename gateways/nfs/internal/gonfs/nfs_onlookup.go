@@ -40,9 +40,9 @@ func onLookup(ctx context.Context, w *response, userHandle Handler) error {
 		return err
 	}
 
-	fs, p, err := userHandle.FromHandle(obj.Handle)
+	fs, p, err := userHandle.FromHandle(w.caller, obj.Handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 	dirInfo, err := fs.Lstat(fs.Join(p...))
 	if err != nil || !dirInfo.IsDir() {

@@ -38,9 +38,9 @@ func onRead(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
-	fs, path, err := userHandle.FromHandle(obj.Handle)
+	fs, path, err := userHandle.FromHandle(w.caller, obj.Handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 
 	fh, err := fs.Open(fs.Join(path...))
