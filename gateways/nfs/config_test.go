@@ -158,3 +158,26 @@ func TestExportPrincipal(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseExport: any entry parses or is refused with an error, and an
+// export that parses never believes a uid without secure.
+func FuzzParseExport(f *testing.F) {
+	f.Add(DefaultConfig().Exports[0])
+	f.Add("path=/;principal=anonymous;secure;no_root_squash;map=0:root|1001:alice")
+	f.Add("path=/acme;principal=x;allow=10.0.0.0/8;all_squash;insecure")
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := ParseExport(s)
+		if err != nil {
+			return
+		}
+		if len(e.Map) > 0 && (!e.Secure || e.Squash == AllSquash) {
+			t.Fatalf("%q: a map on an export that cannot believe it: %+v", s, e)
+		}
+		if _, ok := e.Map[0]; ok && e.Squash != NoRootSquash {
+			t.Fatalf("%q: uid 0 mapped but squashed: %+v", s, e)
+		}
+		if e.Principal == "" || len(e.Allow) == 0 {
+			t.Fatalf("%q: parsed without a principal or allow list: %+v", s, e)
+		}
+	})
+}
