@@ -282,6 +282,9 @@ func reservedPort(c net.Conn) bool {
 	if c == nil {
 		return false
 	}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.Port > 0 && a.Port < 1024
+	}
 	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
 	return err == nil && ap.Port() > 0 && ap.Port() < 1024
 }

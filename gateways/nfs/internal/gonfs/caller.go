@@ -1,7 +1,6 @@
 package nfs
 
 import (
-	"bytes"
 	"encoding/binary"
 	"net"
 
@@ -51,23 +50,23 @@ func parseCaller(c net.Conn, cred rpc.Auth) (Caller, error) {
 }
 
 // parseAuthSys decodes authsys_parms: stamp, machinename<255>, uid, gid,
-// gids<16>. Bytes after it are ignored, as libntirpc does.
+// gids<16>. Bytes after it are ignored, as libntirpc does. It runs for
+// every call, so it reads the body in place.
 func parseAuthSys(b []byte) (uid, gid uint32, ok bool) {
-	r := bytes.NewReader(b)
-	var stamp, n uint32
-	if binary.Read(r, binary.BigEndian, &stamp) != nil || binary.Read(r, binary.BigEndian, &n) != nil {
+	if len(b) < 8 {
 		return 0, 0, false
 	}
-	if n > maxMachineName || int64(n+(4-n%4)%4) > int64(r.Len()) {
+	n := binary.BigEndian.Uint32(b[4:])
+	if n > maxMachineName {
 		return 0, 0, false
 	}
-	r.Seek(int64(n+(4-n%4)%4), 1)
-	var ids [3]uint32 // uid, gid, number of auxiliary gids
-	if binary.Read(r, binary.BigEndian, &ids) != nil {
+	at := 8 + int(n+(4-n%4)%4) // uid, after the padded machine name
+	if len(b) < at+12 {
 		return 0, 0, false
 	}
-	if ids[2] > maxAuxGIDs || int64(ids[2])*4 > int64(r.Len()) {
+	gids := binary.BigEndian.Uint32(b[at+8:])
+	if gids > maxAuxGIDs || len(b) < at+12+4*int(gids) {
 		return 0, 0, false
 	}
-	return ids[0], ids[1], true
+	return binary.BigEndian.Uint32(b[at:]), binary.BigEndian.Uint32(b[at+4:]), true
 }
