@@ -28,14 +28,23 @@ seed_nfs() {
 	"$SILT_BIN" grant alice read acme >/dev/null
 	"$SILT_BIN" grant anonymous read pub/news >/dev/null
 	for _ in $(seq 1 100); do
-		SECRET=$(cd "$SILT_DATA/data/tier2" 2>/dev/null && find other/secret -name '*.txt' | head -1)
-		CLICKS=$(cd "$SILT_DATA/data/tier2" 2>/dev/null && find acme/clicks -name '*.txt' | head -1)
-		NEWS=$(cd "$SILT_DATA/data/tier2" 2>/dev/null && find pub/news -name '*.txt' | head -1)
-		[ -n "$SECRET" ] && [ -n "$CLICKS" ] && [ -n "$NEWS" ] && break
+		SECRET=$(cd "$SILT_DATA/data/tier2" 2>/dev/null && find other/secret -name '*.txt' 2>/dev/null | head -1)
+		CLICKS=$(cd "$SILT_DATA/data/tier2" 2>/dev/null && find acme/clicks -name '*.txt' 2>/dev/null | head -1)
+		NEWS=$(cd "$SILT_DATA/data/tier2" 2>/dev/null && find pub/news -name '*.txt' 2>/dev/null | head -1)
+		[ -n "$SECRET" ] && [ -n "$CLICKS" ] && [ -n "$NEWS" ] && visible "$SECRET" "$CLICKS" "$NEWS" && break
 		sleep 0.1
 	done
 	for s in SECRET CLICKS NEWS; do
-		[ -n "${!s}" ] || { fail "nfs: $s reached tier 2"; return 1; }
+		[ -n "${!s}" ] && visible "${!s}" || { fail "nfs: $s reached tier 2 and the view"; return 1; }
+	done
+}
+
+# visible PATH...: every PATH is in the view, as root sees it through
+# WebHDFS (a chunk file is in tier 2 a moment before the catalog has it).
+visible() {
+	local p
+	for p in "$@"; do
+		curl -fsS -o /dev/null -H "Authorization: Bearer $SILT_TOKEN" "$HDFS/webhdfs/v1/$p?op=GETFILESTATUS" 2>/dev/null || return 1
 	done
 }
 
