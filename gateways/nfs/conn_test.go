@@ -88,7 +88,7 @@ func TestConcurrentReadsOneConnection(t *testing.T) {
 	const delay = 300 * time.Millisecond
 	e := newEnv(t)
 	sv := &slowView{View: e.mem, delay: delay}
-	addr, _ := serveView(t, DefaultConfig(), sv)
+	addr, _ := serveView(t, rootConfig(), sv)
 	took := pipelinedReads(t, addr, e.files[bigChunk])
 	// Served one at a time, 8 reads would take 8 delays.
 	if took > 3*delay || sv.max.Load() < 8 {
@@ -101,7 +101,7 @@ func TestInflightBound(t *testing.T) {
 	const delay = 150 * time.Millisecond
 	e := newEnv(t)
 	sv := &slowView{View: e.mem, delay: delay}
-	cfg := DefaultConfig()
+	cfg := rootConfig()
 	cfg.MaxInflight = 2
 	addr, _ := serveView(t, cfg, sv)
 	took := pipelinedReads(t, addr, e.files[bigChunk])
@@ -129,7 +129,7 @@ func TestRepliesWholeUnderLoad(t *testing.T) {
 		"disk":   &diskView{View: e.mem, path: bigChunk, file: p},
 	} {
 		t.Run(name, func(t *testing.T) {
-			addr, _ := serveView(t, DefaultConfig(), v)
+			addr, _ := serveView(t, rootConfig(), v)
 			pipelineRawReads(t, addr, e.files[bigChunk])
 		})
 	}

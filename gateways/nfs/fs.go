@@ -24,10 +24,13 @@ import (
 // is what makes go-nfs answer mutating procedures with NFS3ERR_ROFS; the
 // mutators below exist only to satisfy the interface.
 type viewFS struct {
-	ctx  context.Context
-	v    view.View // already acl.Wrap'ed for the export's principal
-	exp  int       // index into Server.exports
-	root string    // view path of the export root
+	ctx context.Context
+	v   view.View // already acl.Wrap'ed for principal
+	exp int       // index into Server.exports
+	// principal is whom this file system serves: one of the export's
+	// principals (Export.principals).
+	principal string
+	root      string // view path of the export root
 	// base is the mounted subtree below root. go-nfs asks only for the
 	// root handle of a mount's filesystem; handles are always encoded
 	// relative to the export root, so base is prepended there.
@@ -126,7 +129,7 @@ func (f *viewFS) ReadDir(name string) ([]os.FileInfo, error) {
 // no view call at all while the file stays cached.
 func (f *viewFS) Open(name string) (billy.File, error) {
 	p := f.viewPath(name)
-	k := openKey{f.exp, p}
+	k := openKey{f.exp, f.principal, p}
 	if f.files != nil {
 		if of := f.files.get(k); of != nil {
 			return &roFile{name: name, f: of.f, shared: of, files: f.files}, nil

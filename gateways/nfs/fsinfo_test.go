@@ -19,7 +19,7 @@ func u64s(b []byte, n int) []uint64 {
 
 func TestFSInfo(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	fi, err := mustMount(t, addr, "/").FSInfo()
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestFSInfo(t *testing.T) {
 // TestReadMaxCount: a READ for more than rtmax is served rtmax bytes.
 func TestReadMaxCount(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	c := dialRaw(t, addr)
 	fh := c.lookupPath(c.rootHandle("/"), bigChunk)
 	// 300,000-byte file, count 4 MiB: all of it, eof.
@@ -52,7 +52,7 @@ func TestReadMaxCount(t *testing.T) {
 
 func TestFSStat(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	c := dialRaw(t, addr)
 	rep := c.call(2, progNFS, 3, 18, xdrString(string(c.rootHandle("/"))))
 	// status, post_op_attr (flag + 21 words), six hypers, invarsec.
@@ -72,7 +72,7 @@ func TestFSStat(t *testing.T) {
 
 func TestPathConf(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	c := dialRaw(t, addr)
 	rep := c.call(2, progNFS, 3, 20, xdrString(string(c.rootHandle("/"))))
 	const at = 4 * (1 + 22)
@@ -86,7 +86,7 @@ func TestPathConf(t *testing.T) {
 
 func TestNameTooLong(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	v := mustMount(t, addr, "/")
 	long := "/acme/" + strings.Repeat("n", 256)
 	_, _, err := v.Lookup(long)

@@ -24,12 +24,12 @@ func TestReadMappedFile(t *testing.T) {
 	if err := os.WriteFile(p, want, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(DefaultConfig(), &diskView{View: e.mem, path: bigChunk, file: p, noReadAt: true}, e.store, testKey, nil)
+	srv, err := New(rootConfig(), &diskView{View: e.mem, path: bigChunk, file: p, noReadAt: true}, e.store, testKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr, _ := startServer(t, srv)
-	memAddr, _ := serveView(t, DefaultConfig(), e.mem)
+	memAddr, _ := serveView(t, rootConfig(), e.mem)
 
 	size := uint64(len(want))
 	reads := []struct {
@@ -55,7 +55,7 @@ func TestReadMappedFile(t *testing.T) {
 
 	// The replies above came from the mapping, which lives as long as the
 	// file is open and goes with it.
-	k := openKey{0, bigChunk}
+	k := openKey{0, "root", bigChunk}
 	of := srv.files.get(k)
 	if of == nil || of.mem == nil {
 		t.Fatalf("the file was not kept open and mapped: %+v", of)
@@ -140,7 +140,7 @@ func TestMappedFileShrunk(t *testing.T) {
 	if err := os.WriteFile(p, e.files[bigChunk], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := serveView(t, DefaultConfig(), &diskView{View: e.mem, path: bigChunk, file: p})
+	addr, _ := serveView(t, rootConfig(), &diskView{View: e.mem, path: bigChunk, file: p})
 	c := dialRaw(t, addr)
 	fh := c.lookupPath(c.rootHandle("/"), bigChunk)
 	readRaw(c, fh, 0, 4096) // opens and caches the file

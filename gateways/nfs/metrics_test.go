@@ -14,7 +14,7 @@ import (
 // are a gauge, in the registry the server was given.
 func TestMetrics(t *testing.T) {
 	e := newEnv(t)
-	srv, err := New(DefaultConfig(), e.mem, e.store, testKey, nil)
+	srv, err := New(rootConfig(), e.mem, e.store, testKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

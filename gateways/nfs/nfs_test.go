@@ -151,9 +151,13 @@ func exportCfg(exports ...string) Config {
 	return c
 }
 
+// rootConfig exports everything as root: the default export acts as
+// anonymous, which reads nothing of the fixture.
+func rootConfig() Config { return exportCfg("path=/;principal=root") }
+
 func TestLookupGetattrRead(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	v := mustMount(t, addr, "/")
 
 	fi, _, err := v.Lookup(chunk)
@@ -216,7 +220,7 @@ func (e *env) mustStat(p string) struct{ ID uint64 } {
 
 func TestReadDirPlusLarge(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	v := mustMount(t, addr, "/")
 	ents, err := v.ReadDirPlus(bigDir)
 	if err != nil {
@@ -245,7 +249,7 @@ func TestReadDirPlusLarge(t *testing.T) {
 
 func TestReadOnly(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	v := mustMount(t, addr, "/")
 	_, err := v.Create("/acme/clicks/new.txt", 0o644)
 	wantNFSErr(t, err, "NFS3ERR_ROFS")
@@ -267,7 +271,7 @@ func TestReadOnly(t *testing.T) {
 
 func TestHandlesAcrossRestart(t *testing.T) {
 	e := newEnv(t)
-	addr, stop := e.serve(DefaultConfig(), testKey)
+	addr, stop := e.serve(rootConfig(), testKey)
 	v := mustMount(t, addr, "/")
 	_, fh, err := v.Lookup(chunk)
 	if err != nil {
@@ -275,7 +279,7 @@ func TestHandlesAcrossRestart(t *testing.T) {
 	}
 	stop()
 
-	addr, stop = e.serve(DefaultConfig(), testKey)
+	addr, stop = e.serve(rootConfig(), testKey)
 	v = mustMount(t, addr, "/")
 	attr, err := v.GetAttr(fh)
 	if err != nil {
@@ -287,7 +291,7 @@ func TestHandlesAcrossRestart(t *testing.T) {
 	stop()
 
 	other := bytes.Repeat([]byte{7}, 32)
-	addr, _ = e.serve(DefaultConfig(), other)
+	addr, _ = e.serve(rootConfig(), other)
 	v = mustMount(t, addr, "/")
 	_, err = v.GetAttr(fh)
 	wantNFSErr(t, err, "NFS3ERR_STALE", "NFS3ERR_BADHANDLE")

@@ -25,9 +25,14 @@ const (
 	openFileLimit = 128
 )
 
+// openKey names a cached file by export, principal and path: a file
+// opened through one principal's view must not be served, from the
+// cache, to a request of another principal, which acl.Wrap would have
+// refused.
 type openKey struct {
-	exp  int
-	path string
+	exp       int
+	principal string
+	path      string
 }
 
 // openFile is a shared open view file. refs counts the roFiles using it;

@@ -25,7 +25,7 @@ func TestOpenFilesTTLAndRefs(t *testing.T) {
 	var closed atomic.Int64
 	file := func() view.File { return closeCounter{bytes.NewReader([]byte("x")), &closed} }
 
-	k := openKey{0, "/a"}
+	k := openKey{0, "root", "/a"}
 	f := o.put(k, file(), view.FileInfo{Name: "a"})
 	if g := o.get(k); g != f {
 		t.Fatal("a fresh file is not served from the cache")
@@ -46,19 +46,19 @@ func TestOpenFilesTTLAndRefs(t *testing.T) {
 	// At the limit the oldest is dropped (and closed: nobody holds it).
 	for i := range openFileLimit + 1 {
 		now = now.Add(time.Millisecond)
-		o.release(o.put(openKey{0, fmt.Sprint(i)}, file(), view.FileInfo{}))
+		o.release(o.put(openKey{0, "root", fmt.Sprint(i)}, file(), view.FileInfo{}))
 	}
 	if n := len(o.mu.files); n != openFileLimit {
 		t.Fatalf("%d files cached, want the limit %d", n, openFileLimit)
 	}
-	if o.get(openKey{0, "0"}) != nil || closed.Load() != 2 {
+	if o.get(openKey{0, "root", "0"}) != nil || closed.Load() != 2 {
 		t.Fatalf("the oldest file was not dropped and closed (closed %d)", closed.Load())
 	}
 	o.close()
 	if closed.Load() != 2+openFileLimit {
 		t.Fatalf("close: %d files closed in all, want %d", closed.Load(), 2+openFileLimit)
 	}
-	o.release(o.put(openKey{0, "late"}, file(), view.FileInfo{}))
+	o.release(o.put(openKey{0, "root", "late"}, file(), view.FileInfo{}))
 	if len(o.mu.files) != 0 || closed.Load() != 3+openFileLimit {
 		t.Fatal("a file opened after close was cached or not closed")
 	}
@@ -85,7 +85,7 @@ func (c *openCounter) Stat(ctx context.Context, p string) (view.FileInfo, error)
 func TestReadsShareOpenFile(t *testing.T) {
 	e := newEnv(t)
 	oc := &openCounter{View: e.mem}
-	addr, _ := serveView(t, DefaultConfig(), oc)
+	addr, _ := serveView(t, rootConfig(), oc)
 	f, err := mustMount(t, addr, "/").Open(bigChunk)
 	if err != nil {
 		t.Fatal(err)

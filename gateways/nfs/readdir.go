@@ -75,10 +75,19 @@ func newDirCookies(size int) *dirCookies {
 	return c
 }
 
-// dirKey identifies a directory by its file handle, which names the
-// export (and so the principal) and the path. It is seeded per process,
-// so that clients cannot aim collisions at it.
-func (c *dirCookies) dirKey(handle []byte) uint64 { return maphash.Bytes(c.seed, handle) }
+// dirKey identifies a directory listing by the principal it was made for
+// and the directory's file handle (export and path). The principal keeps
+// one principal's cookies from resolving in another's listing, where a
+// remembered name would tell that an entry the other cannot see exists.
+// It is seeded per process, so that clients cannot aim collisions at it.
+func (c *dirCookies) dirKey(principal string, handle []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(principal)
+	h.WriteByte(0)
+	h.Write(handle)
+	return h.Sum64()
+}
 
 func (c *dirCookies) get(dir, cookie uint64) (string, bool) {
 	c.mu.Lock()
@@ -117,7 +126,7 @@ func (h *handler) DirPage(ctx context.Context, f billy.Filesystem, dirHandle []b
 		return nil, false, errors.New("nfs: readdir: not a file system of this server")
 	}
 	dir := vf.viewPath(vf.Join(p...))
-	dk := h.cookies.dirKey(dirHandle)
+	dk := h.cookies.dirKey(vf.principal, dirHandle)
 	after := ""
 	if cookie != 0 {
 		name, ok := h.cookies.get(dk, cookie)

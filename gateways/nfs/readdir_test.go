@@ -252,7 +252,7 @@ func TestReadDirHugeOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000-entry listing")
 	}
-	addr, _ := serveView(t, DefaultConfig(), hugeView())
+	addr, _ := serveView(t, rootConfig(), hugeView())
 	for _, plus := range []bool{true, false} {
 		t.Run(fmt.Sprintf("plus=%v", plus), func(t *testing.T) {
 			l := newLister(t, addr, hugeDir, plus, 32<<10)
@@ -289,7 +289,7 @@ func TestReadDirPageCost(t *testing.T) {
 		files[hugeDir+"/"+hugeName(i)] = nil
 	}
 	cv := &countingView{View: viewtest.NewMemView(viewtest.Fixture{Files: files}, mtime)}
-	addr, _ := serveView(t, DefaultConfig(), cv)
+	addr, _ := serveView(t, rootConfig(), cv)
 	l := newLister(t, addr, hugeDir, true, 8<<10)
 	var perPage []int64
 	lastEntries, lastCalls := cv.entries.Load(), cv.calls.Load()
@@ -337,7 +337,7 @@ func TestReadDirCookieAfterRestart(t *testing.T) {
 		files[hugeDir+"/"+hugeName(i)] = nil
 	}
 	cv := &countingView{View: viewtest.NewMemView(viewtest.Fixture{Files: files}, mtime)}
-	addr, stop := serveView(t, DefaultConfig(), cv)
+	addr, stop := serveView(t, rootConfig(), cv)
 	l := newLister(t, addr, hugeDir, true, 8<<10)
 	var names []string
 	cookie := uint64(0)
@@ -352,7 +352,7 @@ func TestReadDirCookieAfterRestart(t *testing.T) {
 	}
 	stop()
 
-	addr, _ = serveView(t, DefaultConfig(), cv)
+	addr, _ = serveView(t, rootConfig(), cv)
 	l = newLister(t, addr, hugeDir, true, 8<<10)
 	for page := 0; ; page++ {
 		before := cv.entries.Load()
@@ -431,7 +431,7 @@ func TestReadDirGrowing(t *testing.T) {
 	for i := range n {
 		g.add(hugeName(2 * i))
 	}
-	addr, _ := serveView(t, DefaultConfig(), g)
+	addr, _ := serveView(t, rootConfig(), g)
 	l := newLister(t, addr, hugeDir, true, 8<<10)
 	added := n
 	var behind, ahead []string
@@ -494,7 +494,7 @@ func TestReadDirGrowing(t *testing.T) {
 // TestReadDirSmallCount: a count too small for one entry is TOO_SMALL;
 // "." and ".." lead the first reply with cookies 1 and 2.
 func TestReadDirSmallCount(t *testing.T) {
-	addr, _ := serveView(t, DefaultConfig(), hugeView())
+	addr, _ := serveView(t, rootConfig(), hugeView())
 	l := newLister(t, addr, hugeDir, true, 100)
 	if p := l.page(0, 0); p.status != 10005 {
 		t.Fatalf("maxcount 100: NFS status %d, want NFS3ERR_TOOSMALL", p.status)

@@ -25,9 +25,10 @@ type rawReply struct {
 }
 
 type rawConn struct {
-	t   *testing.T
-	c   net.Conn
-	xid uint32
+	t    *testing.T
+	c    net.Conn
+	xid  uint32
+	cred []byte // opaque_auth sent with every call; nil: AUTH_NULL
 }
 
 func dialRaw(t *testing.T, addr string) *rawConn {
@@ -55,12 +56,16 @@ func xdrString(s string) []byte {
 	return append(b, make([]byte, (4-len(s)%4)%4)...)
 }
 
-// call sends one call with AUTH_NULL credentials and reads its reply.
+// call sends one call with the connection's credential (AUTH_NULL if
+// none) and reads its reply.
 func (r *rawConn) call(rpcvers, prog, vers, proc uint32, args []byte) rawReply {
 	r.t.Helper()
 	r.xid++
-	msg := be(r.xid, 0, rpcvers, prog, vers, proc, 0, 0, 0, 0)
-	msg = append(msg, args...)
+	cred := r.cred
+	if cred == nil {
+		cred = be(0, 0)
+	}
+	msg := slices.Concat(be(r.xid, 0, rpcvers, prog, vers, proc), cred, be(0, 0), args)
 	frame := append(be(uint32(len(msg))|1<<31), msg...)
 	r.c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := r.c.Write(frame); err != nil {
@@ -107,7 +112,7 @@ func (r *rawConn) call(rpcvers, prog, vers, proc uint32, args []byte) rawReply {
 
 func TestRPCReplyCodes(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	c := dialRaw(t, addr)
 	for _, tc := range []struct {
 		name                string
@@ -207,7 +212,7 @@ func TestMountExport(t *testing.T) {
 
 func TestMountDumpAndUmntAll(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	c := dialRaw(t, addr)
 	if rep := c.call(2, progMount, 3, 2, nil); rep.denied || rep.stat != 0 || !bytes.Equal(rep.body, be(0)) {
 		t.Errorf("DUMP: %+v, want success with an empty list", rep)
@@ -235,7 +240,7 @@ func (r *rawConn) rootHandle(dir string) []byte {
 
 func TestWritesROFSExactReplies(t *testing.T) {
 	e := newEnv(t)
-	addr, _ := e.serve(DefaultConfig(), testKey)
+	addr, _ := e.serve(rootConfig(), testKey)
 	c := dialRaw(t, addr)
 	root := string(c.rootHandle("/acme"))
 	for _, tc := range []struct {

@@ -3,11 +3,15 @@
 // with NFS and MOUNT on one TCP port.
 //
 // Clients are not authenticated: AUTH_SYS credentials are whatever the
-// client claims. Instead every export is bound to an acl principal and an
-// allow list of client networks; MNT picks the export, checks the client
-// address and hands out a file system that sees the view through
-// acl.Wrap for that principal, so this package decides no access itself.
-// Connections from addresses no export allows are closed on accept.
+// client claims. Instead every export has an allow list of client
+// networks and a principal; a secure export also refuses requests from
+// unreserved source ports, and only there may a map name the principal
+// of an AUTH_SYS uid. MNT picks the export by path and client address;
+// every call, MNT or NFS, then acts as the principal its own credential
+// and connection give (Export.principal) and sees the view through
+// acl.Wrap for that principal, so this package decides no access itself
+// and a file handle gives no one more than their own grants. Connections
+// from addresses no export allows are closed on accept.
 //
 // File handles are stateless (see internal/fh): they name the export and
 // the path and are MACed with the handle key, so they stay valid across
@@ -37,7 +41,7 @@ import (
 type Server struct {
 	cfg     Config
 	exports []Export
-	fss     []*viewFS // per export, rooted at the export path
+	fss     []map[string]*viewFS // per export, by principal; rooted at the export path
 	codec   *fh.Codec
 	cookies *dirCookies // directory cookie → name, see readdir.go
 	files   *openFiles  // recently read files, see openfiles.go
@@ -65,15 +69,20 @@ func New(cfg Config, v view.View, authz acl.Authorizer, handleKey []byte, log *z
 	exports, _ := cfg.parseExports() // Validate parsed them already
 	s := &Server{cfg: cfg, exports: exports, codec: codec, cookies: newDirCookies(cookieCacheSize), files: newOpenFiles(), met: newMetrics(), log: log}
 	for i, e := range exports {
-		s.fss = append(s.fss, &viewFS{
-			ctx:    context.Background(),
-			v:      acl.Wrap(v, authz, acl.Principal{Name: e.Principal}),
-			exp:    i,
-			root:   e.Path,
-			encode: func(full []string) ([]byte, error) { return codec.Encode(i, e.id(), full) },
-			files:  s.files,
-			log:    log,
-		})
+		byPrincipal := map[string]*viewFS{}
+		for _, p := range e.principals() {
+			byPrincipal[p] = &viewFS{
+				ctx:       context.Background(),
+				v:         acl.Wrap(v, authz, acl.Principal{Name: p}),
+				exp:       i,
+				principal: p,
+				root:      e.Path,
+				encode:    func(full []string) ([]byte, error) { return codec.Encode(i, e.id(), full) },
+				files:     s.files,
+				log:       log,
+			}
+		}
+		s.fss = append(s.fss, byPrincipal)
 	}
 	return s, nil
 }
@@ -218,28 +227,32 @@ var (
 
 // Mount resolves a MNT path: the longest export that contains the path
 // and allows the client wins, and the mounted subtree must be a directory
-// the export's principal can read.
+// that the principal of the MNT call can read.
 func (h *handler) Mount(_ context.Context, c net.Conn, req gonfs.MountRequest) (gonfs.MountStatus, billy.Filesystem, []gonfs.AuthFlavor) {
 	s := (*Server)(h)
 	raw := string(req.Dirpath)
-	log := s.log.With(zap.String("path", raw), zap.String("remote", c.RemoteAddr().String()))
-	st, fs := s.mount(c, raw)
+	log := s.log.With(zap.String("path", raw), zap.String("remote", c.RemoteAddr().String()),
+		zap.Uint32("flavor", uint32(req.Caller.Flavor)), zap.Uint32("uid", req.Caller.UID))
+	st, fs, err := s.mount(req.Caller, raw)
 	if st != gonfs.MountStatusOk {
+		if err != nil {
+			log = log.With(zap.Error(err))
+		}
 		log.Warn("nfs mount refused", zap.Uint32("status", uint32(st)))
 		return st, nil, nil
 	}
-	log.Info("nfs mount", zap.String("export", s.exports[fs.exp].Path), zap.String("principal", s.exports[fs.exp].Principal))
+	log.Info("nfs mount", zap.String("export", s.exports[fs.exp].Path), zap.String("principal", fs.principal))
 	return st, fs, []gonfs.AuthFlavor{gonfs.AuthFlavorUnix, gonfs.AuthFlavorNull}
 }
 
-func (s *Server) mount(c net.Conn, raw string) (gonfs.MountStatus, *viewFS) {
+func (s *Server) mount(c gonfs.Caller, raw string) (gonfs.MountStatus, *viewFS, error) {
 	if !strings.HasPrefix(raw, "/") || len(raw) > gonfs.MntPathLen {
-		return gonfs.MountStatusErrInval, nil
+		return gonfs.MountStatusErrInval, nil, nil
 	}
 	p := path.Clean(raw)
-	addr, ok := remoteAddr(c)
+	addr, ok := remoteAddr(c.Conn)
 	if !ok {
-		return gonfs.MountStatusErrAcces, nil
+		return gonfs.MountStatusErrAcces, nil, nil
 	}
 	best, matched := -1, false
 	for i, e := range s.exports {
@@ -253,39 +266,47 @@ func (s *Server) mount(c net.Conn, raw string) (gonfs.MountStatus, *viewFS) {
 	}
 	switch {
 	case !matched:
-		return gonfs.MountStatusErrNoEnt, nil
+		return gonfs.MountStatusErrNoEnt, nil, nil
 	case best < 0:
-		return gonfs.MountStatusErrAcces, nil
+		return gonfs.MountStatusErrAcces, nil, nil
 	}
-	root := s.fss[best]
+	// As Linux's mountd does, an insecure port is refused at MNT already,
+	// where the client can still say why (NFS calls of such a client are
+	// refused too: see FromHandle).
+	principal, err := s.exports[best].principal(c)
+	if err != nil {
+		return gonfs.MountStatusErrAcces, nil, err
+	}
+	root := s.fss[best][principal]
 	var base []string
 	if rest := strings.TrimPrefix(strings.TrimPrefix(p, root.root), "/"); rest != "" {
 		base = strings.Split(rest, "/")
 	}
 	if _, err := s.codec.Encode(best, s.exports[best].id(), base); err != nil {
-		return gonfs.MountStatusErrNameTooLong, nil
+		return gonfs.MountStatusErrNameTooLong, nil, err
 	}
 	fi, err := root.v.Stat(root.ctx, p)
 	if err == nil && !fi.IsDir {
 		err = view.ErrNotDir
 	}
 	if err != nil {
-		return mountStatus(err), nil
+		return mountStatus(err), nil, err
 	}
 	fs := *root
 	fs.base = base
-	return gonfs.MountStatusOk, &fs
+	return gonfs.MountStatusOk, &fs, nil
 }
 
-// Exports answers MOUNT EXPORT: the exports that allow the caller and
-// whose root the export's principal can see, each with its allow list as
+// Exports answers MOUNT EXPORT: the exports that allow the caller (its
+// address, and its source port if the export is secure) and whose root
+// the caller's principal there can see, each with its allow list as
 // groups. Clients that may not mount an export do not learn of it, and an
 // export whose tenant does not exist (yet) is left out: libnfs mounts
 // every listed export below the one it mounts, and fails as a whole if
-// one of them answers MNT3ERR_NOENT.
-func (h *handler) Exports(ctx context.Context, c net.Conn) []gonfs.ExportEntry {
+// one of them answers MNT3ERR_NOENT or MNT3ERR_ACCES.
+func (h *handler) Exports(ctx context.Context, c gonfs.Caller) []gonfs.ExportEntry {
 	s := (*Server)(h)
-	addr, ok := remoteAddr(c)
+	addr, ok := remoteAddr(c.Conn)
 	if !ok {
 		return nil
 	}
@@ -294,7 +315,11 @@ func (h *handler) Exports(ctx context.Context, c net.Conn) []gonfs.ExportEntry {
 		if !e.allows(addr) {
 			continue
 		}
-		if fi, err := s.fss[i].v.Stat(ctx, e.Path); err != nil || !fi.IsDir {
+		principal, err := e.principal(c)
+		if err != nil {
+			continue
+		}
+		if fi, err := s.fss[i][principal].v.Stat(ctx, e.Path); err != nil || !fi.IsDir {
 			continue
 		}
 		groups := make([]string, 0, len(e.Allow))
@@ -354,8 +379,12 @@ func (h *handler) ToHandle(f billy.Filesystem, p []string) []byte {
 // unusableHandle has a version no Codec accepts.
 var unusableHandle = []byte{0, 0, 0, 0}
 
-// FromHandle checks a handle and returns its export's file system and path.
-func (h *handler) FromHandle(b []byte) (billy.Filesystem, []string, error) {
+// FromHandle checks a handle and returns its path and the file system of
+// its export as the caller's principal sees it. A handle is bound to an
+// export, not to a principal: whoever presents it gets their own grants
+// and no more. A caller that a secure export refuses gets AUTH_TOOWEAK,
+// as from nfs-ganesha for an export with PrivilegedPort.
+func (h *handler) FromHandle(c gonfs.Caller, b []byte) (billy.Filesystem, []string, error) {
 	s := (*Server)(h)
 	exp, err := fh.Export(b)
 	if err != nil || exp >= len(s.exports) {
@@ -365,7 +394,11 @@ func (h *handler) FromHandle(b []byte) (billy.Filesystem, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.fss[exp], p, nil
+	principal, err := s.exports[exp].principal(c)
+	if err != nil {
+		return nil, nil, &gonfs.AuthError{AuthStat: gonfs.AuthStatTooWeak}
+	}
+	return s.fss[exp][principal], p, nil
 }
 
 // InvalidateHandle does nothing: handles hold no server state.

@@ -164,6 +164,16 @@ func (c *conn) handle(ctx context.Context, w *response) error {
 		}
 		return c.err(ctx, w, rpcErr)
 	}
+	// Patched in: the credential is checked before the procedure, as
+	// libntirpc does, and kept for the Handler (see caller.go).
+	caller, authErr := parseCaller(c.Conn, w.req.Header.Cred)
+	if authErr != nil {
+		if err := w.drain(ctx); err != nil {
+			return err
+		}
+		return c.err(ctx, w, authErr)
+	}
+	w.caller = caller
 	handler := c.Server.handlerFor(w.req.Header.Prog, w.req.Header.Proc)
 	if handler == nil {
 		Log.Errorf("No handler for %d.%d", w.req.Header.Prog, w.req.Header.Proc)
@@ -252,6 +262,7 @@ type response struct {
 	err       error
 	errorFmt  func(error) RPCError
 	req       *request
+	caller    Caller // who sent req (patched in)
 	// tail is sent after the buffer (READ data from a mapped file), and
 	// release runs once it has been.
 	tail    []byte

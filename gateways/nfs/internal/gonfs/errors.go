@@ -206,6 +206,17 @@ func basicErrorFormatter(err error) RPCError {
 	return &ResponseCodeSystemError{}
 }
 
+// handleError answers a call whose file handle FromHandle refused: an
+// *AuthError (the caller may not use the handle) as the RPC reply it is,
+// anything else as NFS3ERR_STALE (patched in).
+func handleError(err error) error {
+	var ae *AuthError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return &NFSStatusError{NFSStatusStale, err}
+}
+
 // NFSStatusError represents an error at the NFS level.
 type NFSStatusError struct {
 	NFSStatus

@@ -26,7 +26,11 @@ type Handler interface {
 	// represent file objects as opaque references
 	// Can be safely implemented via helpers/cachinghandler.
 	ToHandle(fs billy.Filesystem, path []string) []byte
-	FromHandle(fh []byte) (billy.Filesystem, []string, error)
+	// FromHandle resolves a handle for one call (patched: the Caller was
+	// added, so that what a handle gives may depend on who asks). An
+	// *AuthError it returns is the call's answer, as an RPC MSG_DENIED
+	// reply; any other error answers NFS3ERR_STALE.
+	FromHandle(c Caller, fh []byte) (billy.Filesystem, []string, error)
 	InvalidateHandle(billy.Filesystem, []byte) error
 
 	// How many handles can be safely maintained by the handler.
@@ -54,7 +58,7 @@ type CachingHandler interface {
 // ExportLister is an optional extension of Handler (patched in): MOUNT
 // EXPORT answers with what Exports returns for the calling connection.
 type ExportLister interface {
-	Exports(ctx context.Context, c net.Conn) []ExportEntry
+	Exports(ctx context.Context, c Caller) []ExportEntry
 }
 
 // ExportEntry is one entry of a MOUNT EXPORT reply: an exported directory

@@ -27,7 +27,7 @@ func init() {
 func onMountExport(ctx context.Context, w *response, userHandle Handler) error {
 	var exports []ExportEntry
 	if l, ok := userHandle.(ExportLister); ok {
-		exports = l.Exports(ctx, w.conn)
+		exports = l.Exports(ctx, w.caller)
 	}
 	writer := bytes.NewBuffer([]byte{})
 	for _, e := range exports {
@@ -69,7 +69,7 @@ func onMount(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		return err
 	}
-	mountReq := MountRequest{Header: w.req.Header, Dirpath: dirpath}
+	mountReq := MountRequest{Header: w.req.Header, Dirpath: dirpath, Caller: w.caller}
 	status, handle, flavors := userHandle.Mount(ctx, w.conn, mountReq)
 
 	if err := w.writeHeader(ResponseCodeSuccess); err != nil {

@@ -80,6 +80,7 @@ const (
 type MountRequest struct {
 	rpc.Header
 	Dirpath []byte
+	Caller  Caller // patched in
 }
 
 // MountResponse is the server's response with status `MountStatusOk`

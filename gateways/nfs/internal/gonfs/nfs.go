@@ -1,7 +1,9 @@
 package nfs
 
 import (
+	"bytes"
 	"context"
+	"os"
 )
 
 const (
@@ -43,6 +45,22 @@ func onNull(ctx context.Context, w *response, userHandle Handler) error {
 func checkName(name []byte) error {
 	if len(name) > PathNameMax {
 		return &NFSStatusError{NFSStatusNameTooLong, nil}
+	}
+	return nil
+}
+
+// checkComponent refuses a LOOKUP name that is not one path component
+// (patched in: upstream joined the name onto the directory's path, so
+// "a/b" walked two levels and "/" named the directory itself). Such a
+// name can never be in a directory; it answers NFS3ERR_ACCES, the status
+// a one-component lookup of it gets from Linux (lookup_one_len: EACCES).
+// An empty name names nothing: NFS3ERR_NOENT, as nfs-ganesha answers.
+func checkComponent(name []byte) error {
+	if len(name) == 0 {
+		return &NFSStatusError{NFSStatusNoEnt, os.ErrNotExist}
+	}
+	if bytes.IndexByte(name, '/') >= 0 || bytes.IndexByte(name, 0) >= 0 {
+		return &NFSStatusError{NFSStatusAccess, os.ErrPermission}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package nfs
 import (
 	"bytes"
 	"context"
+	"os"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/silt-io/silt/gateways/nfs/internal/xdr"
@@ -14,9 +15,9 @@ func onAccess(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
-	fs, path, err := userHandle.FromHandle(roothandle)
+	fs, path, err := userHandle.FromHandle(w.caller, roothandle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 	mask, err := xdr.ReadUint32(w.req.Body)
 	if err != nil {
@@ -27,7 +28,17 @@ func onAccess(ctx context.Context, w *response, userHandle Handler) error {
 	if err := xdr.Write(writer, uint32(NFSStatusOk)); err != nil {
 		return &NFSStatusError{NFSStatusServerFault, err}
 	}
-	if err := WritePostOpAttrs(writer, tryStat(fs, path)); err != nil {
+	// Patched: a caller whom the file system refuses the object is
+	// granted no access to it (upstream granted the mask whatever Lstat
+	// said, so a client learnt of the refusal only from READ).
+	var attrs *FileAttribute
+	fullPath := fs.Join(path...)
+	if info, err := fs.Lstat(fullPath); err == nil {
+		attrs = ToFileAttribute(info, fullPath)
+	} else if os.IsPermission(err) {
+		mask = 0
+	}
+	if err := WritePostOpAttrs(writer, attrs); err != nil {
 		return &NFSStatusError{NFSStatusServerFault, err}
 	}
 

@@ -18,9 +18,9 @@ func onCommit(ctx context.Context, w *response, userHandle Handler) error {
 	}
 	// The conn will drain the unread offset and count arguments.
 
-	fs, path, err := userHandle.FromHandle(handle)
+	fs, path, err := userHandle.FromHandle(w.caller, handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 	if !billy.CapabilityCheck(fs, billy.WriteCapability) {
 		return &NFSStatusError{NFSStatusServerFault, os.ErrPermission}

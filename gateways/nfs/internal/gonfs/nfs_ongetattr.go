@@ -14,9 +14,9 @@ func onGetAttr(ctx context.Context, w *response, userHandle Handler) error {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
 
-	fs, path, err := userHandle.FromHandle(handle)
+	fs, path, err := userHandle.FromHandle(w.caller, handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 
 	fullPath := fs.Join(path...)
@@ -24,6 +24,12 @@ func onGetAttr(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		if os.IsNotExist(err) {
 			return &NFSStatusError{NFSStatusNoEnt, err}
+		}
+		if os.IsPermission(err) {
+			// Patched: a handle may reach a caller whom the file system
+			// refuses (access is decided per call); that is ACCES, as
+			// from Linux's knfsd and nfs-ganesha, not an I/O error.
+			return &NFSStatusError{NFSStatusAccess, err}
 		}
 		return &NFSStatusError{NFSStatusIO, err}
 	}

@@ -26,16 +26,16 @@ func onLink(ctx context.Context, w *response, userHandle Handler) error {
 		return err
 	}
 
-	fs, path, err := userHandle.FromHandle(obj.Handle)
+	fs, path, err := userHandle.FromHandle(w.caller, obj.Handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 	if !billy.CapabilityCheck(fs, billy.WriteCapability) {
 		return &NFSStatusError{NFSStatusROFS, os.ErrPermission}
 	}
-	_, target, err := userHandle.FromHandle(file)
+	_, target, err := userHandle.FromHandle(w.caller, file)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 
 	if len(string(obj.Filename)) > PathNameMax {

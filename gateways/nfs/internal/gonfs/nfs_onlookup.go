@@ -36,10 +36,13 @@ func onLookup(ctx context.Context, w *response, userHandle Handler) error {
 	if err := checkName(obj.Filename); err != nil { // patched in
 		return err
 	}
+	if err := checkComponent(obj.Filename); err != nil { // patched in
+		return err
+	}
 
-	fs, p, err := userHandle.FromHandle(obj.Handle)
+	fs, p, err := userHandle.FromHandle(w.caller, obj.Handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 	dirInfo, err := fs.Lstat(fs.Join(p...))
 	if err != nil || !dirInfo.IsDir() {

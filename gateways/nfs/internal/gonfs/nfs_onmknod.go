@@ -40,9 +40,9 @@ func onMknod(ctx context.Context, w *response, userHandle Handler) error {
 	}
 
 	// see if the filesystem supports mknod
-	fs, path, err := userHandle.FromHandle(obj.Handle)
+	fs, path, err := userHandle.FromHandle(w.caller, obj.Handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 	if !billy.CapabilityCheck(fs, billy.WriteCapability) {
 		return &NFSStatusError{NFSStatusROFS, os.ErrPermission}

@@ -38,9 +38,9 @@ func onRead(ctx context.Context, w *response, userHandle Handler) error {
 	if err != nil {
 		return &NFSStatusError{NFSStatusInval, err}
 	}
-	fs, path, err := userHandle.FromHandle(obj.Handle)
+	fs, path, err := userHandle.FromHandle(w.caller, obj.Handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 
 	fh, err := fs.Open(fs.Join(path...))
@@ -109,6 +109,16 @@ func onRead(ctx context.Context, w *response, userHandle Handler) error {
 			w.release = fh.Close
 			return nil
 		}
+	}
+	if obj.Count == 0 {
+		// Patched: nothing to read (past the end, or an offset beyond
+		// 2^63 that ReadAt would see as negative and fail with EIO).
+		var fixed [12]byte
+		if setEOF {
+			binary.BigEndian.PutUint32(fixed[4:], 1)
+		}
+		w.writer.Write(fixed[:])
+		return nil
 	}
 	start := w.writer.Len()
 	// One extend, so that both slices point into the final buffer.

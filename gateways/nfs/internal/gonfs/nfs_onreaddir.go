@@ -43,12 +43,12 @@ func onReadDir(ctx context.Context, w *response, userHandle Handler) error {
 		return &NFSStatusError{NFSStatusTooSmall, io.ErrShortBuffer}
 	}
 
-	fs, p, err := userHandle.FromHandle(obj.Handle)
+	fs, p, err := userHandle.FromHandle(w.caller, obj.Handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 
-	contents, verifier, err := getDirListingWithVerifier(userHandle, obj.Handle, obj.CookieVerif)
+	contents, verifier, err := getDirListingWithVerifier(w.caller, userHandle, obj.Handle, obj.CookieVerif)
 	if err != nil {
 		return err
 	}
@@ -140,11 +140,11 @@ func onReadDir(ctx context.Context, w *response, userHandle Handler) error {
 	return nil
 }
 
-func getDirListingWithVerifier(userHandle Handler, fsHandle []byte, verifier uint64) ([]fs.FileInfo, uint64, error) {
+func getDirListingWithVerifier(caller Caller, userHandle Handler, fsHandle []byte, verifier uint64) ([]fs.FileInfo, uint64, error) {
 	// figure out what directory it is.
-	fs, p, err := userHandle.FromHandle(fsHandle)
+	fs, p, err := userHandle.FromHandle(caller, fsHandle)
 	if err != nil {
-		return nil, 0, &NFSStatusError{NFSStatusStale, err}
+		return nil, 0, handleError(err)
 	}
 
 	path := fs.Join(p...)

@@ -18,9 +18,9 @@ func onRemove(ctx context.Context, w *response, userHandle Handler) error {
 	if err := checkName(obj.Filename); err != nil { // patched in
 		return err
 	}
-	fs, path, err := userHandle.FromHandle(obj.Handle)
+	fs, path, err := userHandle.FromHandle(w.caller, obj.Handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 
 	if !billy.CapabilityCheck(fs, billy.WriteCapability) {

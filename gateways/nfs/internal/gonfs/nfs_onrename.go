@@ -22,9 +22,9 @@ func onRename(ctx context.Context, w *response, userHandle Handler) error {
 	if err := checkName(from.Filename); err != nil { // patched in
 		return err
 	}
-	fs, fromPath, err := userHandle.FromHandle(from.Handle)
+	fs, fromPath, err := userHandle.FromHandle(w.caller, from.Handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 
 	to := DirOpArg{}
@@ -34,9 +34,9 @@ func onRename(ctx context.Context, w *response, userHandle Handler) error {
 	if err := checkName(to.Filename); err != nil { // patched in
 		return err
 	}
-	fs2, toPath, err := userHandle.FromHandle(to.Handle)
+	fs2, toPath, err := userHandle.FromHandle(w.caller, to.Handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 	// check the two fs are the same
 	if !reflect.DeepEqual(fs, fs2) {

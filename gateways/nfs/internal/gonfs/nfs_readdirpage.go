@@ -88,9 +88,9 @@ type dirEntryOut struct {
 // on NFS3ERR_BAD_COOKIE and takes the new verifier from the first reply,
 // restart for ever on a directory that grows faster than it is listed.
 func onReadDirPaged(ctx context.Context, w *response, userHandle Handler, pager DirPager, plus bool, handle []byte, cookie uint64, maxcount uint32) error {
-	fsys, p, err := userHandle.FromHandle(handle)
+	fsys, p, err := userHandle.FromHandle(w.caller, handle)
 	if err != nil {
-		return &NFSStatusError{NFSStatusStale, err}
+		return handleError(err)
 	}
 	dirAttr := tryStat(fsys, p)
 	entSize := func(e *dirEntryOut) int {
