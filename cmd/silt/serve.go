@@ -28,6 +28,7 @@ import (
 	"github.com/silt-io/silt/gateways/s3"
 	"github.com/silt-io/silt/gateways/webhdfs"
 	"github.com/silt-io/silt/internal/config"
+	"github.com/silt-io/silt/internal/datadir"
 	"github.com/silt-io/silt/internal/httpmetrics"
 	"github.com/silt-io/silt/internal/logging"
 	"github.com/silt-io/silt/internal/tlsconf"
@@ -64,6 +65,10 @@ type authConfig struct {
 	InsecureDev   bool   `koanf:"insecure_dev" help:"DANGER: allow every request without a token (local experiments only)"`
 	RootPrincipal string `koanf:"root_principal" help:"principal created at first start with admin on everything"`
 	RootToken     string `koanf:"root_token" help:"secret the root principal accepts; empty: generate one into <core.dir>/root.token"`
+	// SecretsKeyFile is apart from core.dir so that an operator can keep
+	// the key off the data dir's backups, which then hold no usable S3
+	// secret.
+	SecretsKeyFile string `koanf:"secrets_key_file" help:"file with the 32-byte key S3 secrets are encrypted with in the catalog (created if missing); empty: <core.dir>/keys/secrets.key"`
 }
 
 func defaultServeConfig() serveConfig {
@@ -178,6 +183,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 
 // serve runs the server until ctx is cancelled.
 func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
+	// The data dir is for silt's user alone; pebble and other libraries
+	// create files 0666 and leave it to the umask.
+	datadir.RestrictUmask()
+	if err := warnExposedDataDir(cfg, log); err != nil {
+		return err
+	}
 	if cfg.Run.GCPercent > 0 {
 		debug.SetGCPercent(cfg.Run.GCPercent)
 	}
@@ -196,7 +207,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 		return err
 	}
 	defer store.Close()
-	acls, err := acl.Open(store.Catalog())
+	acls, err := openACL(cfg, store, log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/internal/datadir"
+)
+
+// secretsKeyPath is where the key sealing S3 secrets is kept: the
+// operator's file, or one beside the NFS handle key in the data dir.
+func secretsKeyPath(cfg serveConfig) string {
+	if cfg.Auth.SecretsKeyFile != "" {
+		return cfg.Auth.SecretsKeyFile
+	}
+	return filepath.Join(cfg.Core.Dir, "keys", "secrets.key")
+}
+
+// warnExposedDataDir warns about every directory and file silt keeps its
+// data and keys in that other OS users can reach. It reports and changes
+// nothing: the modes of existing files are the operator's to fix.
+func warnExposedDataDir(cfg serveConfig, log *zap.Logger) error {
+	err := datadir.Warn(log, "data directory (core.dir)", cfg.Core.Dir)
+	if cfg.Tier.Backend == "fs" && cfg.Tier.FS.Dir != "" && !within(cfg.Tier.FS.Dir, cfg.Core.Dir) {
+		err = errors.Join(err, datadir.Warn(log, "tier-2 directory (tiering.fs.dir)", cfg.Tier.FS.Dir))
+	}
+	if k := cfg.Auth.SecretsKeyFile; k != "" && !within(k, cfg.Core.Dir) {
+		err = errors.Join(err, datadir.Warn(log, "secrets key file (auth.secrets_key_file)", k))
+	}
+	return err
+}
+
+// within reports whether path is dir or below it, lexically: such a
+// path is covered by the data dir's own warning.
+func within(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// openACL opens the acl store with S3 secrets sealed under the secrets
+// key, creating the key at first start.
+func openACL(cfg serveConfig, store *core.Store, log *zap.Logger) (*acl.Store, error) {
+	path := secretsKeyPath(cfg)
+	key, created, err := datadir.LoadOrCreateKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets key (auth.secrets_key_file): %w", err)
+	}
+	acls, err := acl.Open(store.Catalog(), acl.WithSecretsKey(key))
+	if errors.Is(err, acl.ErrSecretsKey) {
+		if created {
+			// The key that sealed them is missing, not wrong; a new one
+			// left behind would only make the next start's message worse.
+			os.Remove(path)
+			return nil, fmt.Errorf("%w; the secrets key file %s did not exist (auth.secrets_key_file): restore the file the secrets were sealed with", err, path)
+		}
+		return nil, fmt.Errorf("%w; %s holds another key (auth.secrets_key_file): restore the file the secrets were sealed with", err, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n := acls.SealedAtOpen(); n > 0 {
+		log.Info("encrypted the S3 secrets that were stored in clear in the catalog",
+			zap.Int("s3_keys", n), zap.String("secrets_key_file", path))
+	}
+	return acls, nil
+}
