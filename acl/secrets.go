@@ -32,6 +32,7 @@ type Option func(*options)
 
 type options struct {
 	secretsKey []byte
+	lostKeyID  string
 }
 
 // WithSecretsKey makes the Store seal S3 secrets with key (32 bytes,
@@ -40,6 +41,15 @@ type options struct {
 // they are: for tests and tools; `silt serve` always gives one.
 func WithSecretsKey(key []byte) Option {
 	return func(o *options) { o.secretsKey = key }
+}
+
+// WithLostSecretsKey names, by the ID Open's error gives, a secrets key
+// that is lost for good: the S3 keys sealed with it are revoked at Open
+// (see RevokedAtOpen) instead of failing it, and their holders need new
+// ones. Keys sealed with any other key still fail Open, so leaving this
+// set does not hide a wrong key file later.
+func WithLostSecretsKey(keyID string) Option {
+	return func(o *options) { o.lostKeyID = keyID }
 }
 
 // sealedSecret is a secret encrypted under the secrets key KeyID names.
@@ -114,21 +124,23 @@ type compacter interface {
 
 // openS3Secrets checks, at Open, that every sealed S3 secret opens with
 // the Store's key, and seals those stored in clear if the Store has a
-// key. It returns how many it sealed. Failing here, rather than at the
-// first S3 request, keeps a server with the wrong key from starting and
-// answering every signed request with SignatureDoesNotMatch.
-func (s *Store) openS3Secrets() (int, error) {
+// key. Failing here, rather than at the first S3 request, keeps a server
+// with the wrong key from starting and answering every signed request
+// with SignatureDoesNotMatch.
+func (s *Store) openS3Secrets(lostKeyID string) error {
 	set := map[string][]byte{}
-	var sealedIDs []string
+	var revoke, unsealable []string
 	err := s.kv.Scan([]byte(prefixS3Key), nil, func(key, value []byte) error {
 		var rec s3KeyRecord
 		if err := decode(key, value, &rec); err != nil {
 			return err
 		}
 		switch {
+		case rec.Sealed != nil && lostKeyID != "" && rec.Sealed.KeyID == lostKeyID && (s.sealer == nil || s.sealer.id != lostKeyID):
+			revoke = append(revoke, string(key))
+			s.revokedAtOpen = append(s.revokedAtOpen, rec.AccessKeyID)
 		case rec.Sealed != nil && s.sealer == nil:
-			sealedIDs = append(sealedIDs, rec.Sealed.KeyID)
-			return nil
+			unsealable = append(unsealable, rec.Sealed.KeyID)
 		case rec.Sealed != nil:
 			if _, err := s.sealer.open(rec.Sealed, key); err != nil {
 				return fmt.Errorf("acl: open: s3 key %s: %w", rec.AccessKeyID, err)
@@ -137,45 +149,45 @@ func (s *Store) openS3Secrets() (int, error) {
 				rec.Secret = ""
 				set[string(key)] = encode(rec)
 			}
-			return nil
 		case rec.Secret == "":
 			return fmt.Errorf("acl: open: record %s holds no secret", key)
 		case s.sealer != nil:
 			rec.Sealed, rec.Secret = s.sealer.seal(rec.Secret, key), ""
 			set[string(key)] = encode(rec)
+			s.sealedAtOpen++
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if len(sealedIDs) > 0 {
-		return 0, fmt.Errorf("%w: the catalog holds %d S3 secrets sealed with secrets key %s, and no key was given", ErrSecretsKey, len(sealedIDs), sealedIDs[0])
+	if len(unsealable) > 0 {
+		return fmt.Errorf("%w: the catalog holds %d S3 secrets sealed with secrets key %s, and no key was given", ErrSecretsKey, len(unsealable), unsealable[0])
 	}
 	_, pending, err := s.kv.Get([]byte(keyScrubPending))
 	if err != nil {
-		return 0, fmt.Errorf("acl: open: %w", err)
+		return fmt.Errorf("acl: open: %w", err)
 	}
-	if len(set) == 0 && !pending {
-		return 0, nil
+	if len(set) == 0 && len(revoke) == 0 && !pending {
+		return nil
 	}
-	if len(set) > 0 {
+	if len(set) > 0 || len(revoke) > 0 {
 		set[keyScrubPending] = []byte("{}")
-		if err := s.kv.Commit(set, nil); err != nil {
-			return 0, fmt.Errorf("acl: open: encrypt %d S3 secrets stored in clear: %w", len(set)-1, err)
+		if err := s.kv.Commit(set, revoke); err != nil {
+			return fmt.Errorf("acl: open: seal %d S3 secrets stored in clear, revoke %d sealed with a lost key: %w", s.sealedAtOpen, len(revoke), err)
 		}
 	}
 	// The clear secrets are still in older files of the catalog until
 	// their range is compacted.
 	if c, ok := s.kv.(compacter); ok {
 		if err := c.CompactPrefix(prefixS3Key); err != nil {
-			return 0, fmt.Errorf("acl: open: drop S3 secrets stored in clear from the catalog's files: %w", err)
+			return fmt.Errorf("acl: open: drop S3 secrets stored in clear from the catalog's files: %w", err)
 		}
 	}
 	if err := s.kv.Commit(nil, []string{keyScrubPending}); err != nil {
-		return 0, fmt.Errorf("acl: open: %w", err)
+		return fmt.Errorf("acl: open: %w", err)
 	}
-	return max(len(set)-1, 0), nil
+	return nil
 }
 
 // decodeS3Key decodes a record and recovers its secret.

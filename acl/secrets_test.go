@@ -321,3 +321,73 @@ func TestSealingFinishedAfterFailedCompaction(t *testing.T) {
 		t.Fatalf("an Open with nothing to seal compacted (%d) or failed (%v)", kv.compacts, err)
 	}
 }
+
+// A secrets key lost for good is named by its ID: the S3 keys sealed with
+// it are revoked and Open goes on; keys sealed with any other key still
+// stop it.
+func TestLostSecretsKeyRevokesItsKeys(t *testing.T) {
+	lost, current, stranger := newSecretsKey(), newSecretsKey(), newSecretsKey()
+	kv := newMemKV()
+	s, err := Open(kv, WithSecretsKey(lost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreatePrincipal("alice"); err != nil {
+		t.Fatal(err)
+	}
+	var gone []string
+	for range 2 {
+		id, _, err := s.IssueS3Key("alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone = append(gone, id)
+	}
+	if _, err := Open(kv, WithSecretsKey(current)); !errors.Is(err, ErrSecretsKey) {
+		t.Fatalf("Open with another key and no lost key named = %v, want ErrSecretsKey", err)
+	}
+	s, err = Open(kv, WithSecretsKey(current), WithLostSecretsKey(secretsKeyID(lost)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.RevokedAtOpen(), ","); got != strings.Join(gone, ",") {
+		t.Fatalf("RevokedAtOpen = %s, want %s", got, strings.Join(gone, ","))
+	}
+	for _, id := range gone {
+		if _, _, err := s.LookupS3Key(id); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("revoked key %s: %v, want ErrNotFound", id, err)
+		}
+	}
+	id, secret, err := s.IssueS3Key("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name    string
+		opts    []Option
+		err     error
+		revoked int
+	}{
+		{"the lost key still named, nothing left to revoke", []Option{WithSecretsKey(current), WithLostSecretsKey(secretsKeyID(lost))}, nil, 0},
+		{"naming the key in use revokes nothing", []Option{WithSecretsKey(current), WithLostSecretsKey(secretsKeyID(current))}, nil, 0},
+		{"a wrong key file is not hidden by the setting", []Option{WithSecretsKey(stranger), WithLostSecretsKey(secretsKeyID(lost))}, ErrSecretsKey, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(kv, tc.opts...)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("Open = %v, want %v", err, tc.err)
+			}
+			if err != nil {
+				return
+			}
+			if n := len(s.RevokedAtOpen()); n != tc.revoked {
+				t.Fatalf("revoked %d keys, want %d", n, tc.revoked)
+			}
+			if _, got, err := s.LookupS3Key(id); err != nil || got != secret {
+				t.Fatalf("the key sealed with the current key: %q %v", got, err)
+			}
+		})
+	}
+}

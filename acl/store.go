@@ -62,8 +62,10 @@ type Store struct {
 	now    func() time.Time // replaced in tests to expire tokens
 	sealer *sealer          // nil: S3 secrets are stored in clear
 
-	// sealedAtOpen counts the S3 secrets Open found in clear and sealed.
-	sealedAtOpen int
+	// What Open did to S3 secrets: how many it found in clear and sealed,
+	// and which keys it revoked for WithLostSecretsKey.
+	sealedAtOpen  int
+	revokedAtOpen []string
 
 	// writeMu serializes mutations, so that what a mutation checked before
 	// committing (the principal exists, the grant is new) still holds when
@@ -186,7 +188,7 @@ func Open(kv KV, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("acl: open: delete %d records of deleted principals: %w", len(orphans), err)
 		}
 	}
-	if s.sealedAtOpen, err = s.openS3Secrets(); err != nil {
+	if err := s.openS3Secrets(o.lostKeyID); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -195,6 +197,10 @@ func Open(kv KV, opts ...Option) (*Store, error) {
 // SealedAtOpen reports how many S3 secrets Open found stored in clear and
 // sealed.
 func (s *Store) SealedAtOpen() int { return s.sealedAtOpen }
+
+// RevokedAtOpen returns the access key IDs Open revoked because their
+// secrets were sealed with the key named by WithLostSecretsKey.
+func (s *Store) RevokedAtOpen() []string { return s.revokedAtOpen }
 
 func decode(key, value []byte, v any) error {
 	if err := json.Unmarshal(value, v); err != nil {

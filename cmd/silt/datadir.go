@@ -57,15 +57,16 @@ func openACL(cfg serveConfig, store *core.Store, log *zap.Logger) (*acl.Store, e
 	if err != nil {
 		return nil, fmt.Errorf("secrets key (auth.secrets_key_file): %w", err)
 	}
-	acls, err := acl.Open(store.Catalog(), acl.WithSecretsKey(key))
+	acls, err := acl.Open(store.Catalog(), acl.WithSecretsKey(key), acl.WithLostSecretsKey(cfg.Auth.LostSecretsKey))
 	if errors.Is(err, acl.ErrSecretsKey) {
+		const fix = "restore the file they were sealed with; if it is lost for good, set auth.lost_secrets_key_id to the key ID above to revoke the S3 keys sealed with it"
 		if created {
 			// The key that sealed them is missing, not wrong; a new one
 			// left behind would only make the next start's message worse.
 			os.Remove(path)
-			return nil, fmt.Errorf("%w; the secrets key file %s did not exist (auth.secrets_key_file): restore the file the secrets were sealed with", err, path)
+			return nil, fmt.Errorf("%w; the secrets key file %s did not exist (auth.secrets_key_file): %s", err, path, fix)
 		}
-		return nil, fmt.Errorf("%w; %s holds another key (auth.secrets_key_file): restore the file the secrets were sealed with", err, path)
+		return nil, fmt.Errorf("%w; %s holds another key (auth.secrets_key_file): %s", err, path, fix)
 	}
 	if err != nil {
 		return nil, err
@@ -73,6 +74,10 @@ func openACL(cfg serveConfig, store *core.Store, log *zap.Logger) (*acl.Store, e
 	if n := acls.SealedAtOpen(); n > 0 {
 		log.Info("encrypted the S3 secrets that were stored in clear in the catalog",
 			zap.Int("s3_keys", n), zap.String("secrets_key_file", path))
+	}
+	if ids := acls.RevokedAtOpen(); len(ids) > 0 {
+		log.Warn("revoked the S3 keys sealed with the lost secrets key (auth.lost_secrets_key_id); their holders need new keys",
+			zap.Strings("access_key_ids", ids), zap.String("lost_key_id", cfg.Auth.LostSecretsKey))
 	}
 	return acls, nil
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -200,6 +201,25 @@ func TestDataDirPrivate(t *testing.T) {
 		}
 		if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("a refused start left a new key at %s (%v)", missing, err)
+		}
+	})
+
+	// Last: it revokes the key the other subtests use.
+	t.Run("a lost key named by its ID revokes its S3 keys", func(t *testing.T) {
+		fresh := filepath.Join(t.TempDir(), "fresh.key")
+		_, stderr := runServeChild(t, dir, "--auth.secrets_key_file", fresh)
+		m := regexp.MustCompile(`sealed with secrets key ([0-9a-f]{16})`).FindStringSubmatch(stderr)
+		if m == nil || !strings.Contains(stderr, "auth.lost_secrets_key_id") {
+			t.Fatalf("the refusal names no key ID or no way out: %s", stderr)
+		}
+		c := &child{t: t, dir: dir, addr: freeAddr(t), extra: []string{
+			"--s3.listen", s3Addr, "--auth.secrets_key_file", fresh, "--auth.lost_secrets_key_id", m[1],
+		}}
+		c.start()
+		defer c.stop()
+		_, err := s3c.ListObjectsV2(context.Background(), &awss3.ListObjectsV2Input{Bucket: aws.String("crash")})
+		if err == nil || !strings.Contains(err.Error(), "InvalidAccessKeyId") {
+			t.Fatalf("the revoked key: %v, want InvalidAccessKeyId", err)
 		}
 	})
 }

@@ -69,6 +69,7 @@ type authConfig struct {
 	// the key off the data dir's backups, which then hold no usable S3
 	// secret.
 	SecretsKeyFile string `koanf:"secrets_key_file" help:"file with the 32-byte key S3 secrets are encrypted with in the catalog (created if missing); empty: <core.dir>/keys/secrets.key"`
+	LostSecretsKey string `koanf:"lost_secrets_key_id" help:"ID of a secrets key lost for good, as the start-up error names it: revoke the S3 keys sealed with it instead of refusing to start"`
 }
 
 func defaultServeConfig() serveConfig {
