@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -23,16 +24,31 @@ func secretsKeyPath(cfg serveConfig) string {
 	return filepath.Join(cfg.Core.Dir, "keys", "secrets.key")
 }
 
+// checkDataDir runs warnExposedDataDir in the background: a local tier 2
+// of many small chunks takes seconds to walk, and a warning need not hold
+// up the start. stop ends the walk and waits for it.
+func checkDataDir(ctx context.Context, cfg serveConfig, log *zap.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := warnExposedDataDir(ctx, cfg, log); err != nil && ctx.Err() == nil {
+			log.Warn("could not check the data directory's permissions", zap.Error(err))
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // warnExposedDataDir warns about every directory and file silt keeps its
 // data and keys in that other OS users can reach. It reports and changes
 // nothing: the modes of existing files are the operator's to fix.
-func warnExposedDataDir(cfg serveConfig, log *zap.Logger) error {
-	err := datadir.Warn(log, "data directory (core.dir)", cfg.Core.Dir)
+func warnExposedDataDir(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
+	err := datadir.Warn(ctx, log, "data directory (core.dir)", cfg.Core.Dir)
 	if cfg.Tier.Backend == "fs" && cfg.Tier.FS.Dir != "" && !within(cfg.Tier.FS.Dir, cfg.Core.Dir) {
-		err = errors.Join(err, datadir.Warn(log, "tier-2 directory (tiering.fs.dir)", cfg.Tier.FS.Dir))
+		err = errors.Join(err, datadir.Warn(ctx, log, "tier-2 directory (tiering.fs.dir)", cfg.Tier.FS.Dir))
 	}
 	if k := cfg.Auth.SecretsKeyFile; k != "" && !within(k, cfg.Core.Dir) {
-		err = errors.Join(err, datadir.Warn(log, "secrets key file (auth.secrets_key_file)", k))
+		err = errors.Join(err, datadir.Warn(ctx, log, "secrets key file (auth.secrets_key_file)", k))
 	}
 	return err
 }

@@ -333,7 +333,7 @@ func TestWarnExposedDataDir(t *testing.T) {
 			cfg := defaultServeConfig()
 			tc.set(&cfg)
 			core, logs := observer.New(zap.WarnLevel)
-			if err := warnExposedDataDir(cfg, zap.New(core)); err != nil {
+			if err := warnExposedDataDir(context.Background(), cfg, zap.New(core)); err != nil {
 				t.Fatal(err)
 			}
 			var got []string

@@ -185,11 +185,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 // serve runs the server until ctx is cancelled.
 func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	// The data dir is for silt's user alone; pebble and other libraries
-	// create files 0666 and leave it to the umask.
+	// create files 0666 and leave it to the umask. Set before the check
+	// starts, so that it never sees a file in the moment between its
+	// creation and its narrowing.
 	datadir.RestrictUmask()
-	if err := warnExposedDataDir(cfg, log); err != nil {
-		return err
-	}
+	defer checkDataDir(ctx, cfg, log)()
 	if cfg.Run.GCPercent > 0 {
 		debug.SetGCPercent(cfg.Run.GCPercent)
 	}

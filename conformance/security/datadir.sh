@@ -99,6 +99,11 @@ for _ in $(seq 1 100); do
 	curl -fsS "http://127.0.0.1:$P1/readyz" >/dev/null 2>&1 && break
 	sleep 0.1
 done
+# The check runs beside the start, not before it.
+for _ in $(seq 1 100); do
+	grep -q "readable by other OS users" "$SILT_DATA/restart.log" && break
+	sleep 0.1
+done
 check "datadir: an exposed data dir is warned about at start" grep -q "readable by other OS users" "$SILT_DATA/restart.log"
 check "datadir: the warning names the fix" grep -qF "chmod -R go-rwx $DATA" "$SILT_DATA/restart.log"
 expect_eq "datadir: and silt leaves the operator's modes alone" "$(stat -c %a "$DATA" "$DATA/root.token" | tr '\n' ' ')" "755 644 "

@@ -12,6 +12,7 @@
 package datadir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -49,16 +50,20 @@ type Entry struct {
 // grants any permission to group or others, in walk order. Symbolic links
 // are reported by the mode of the link itself, which Linux ignores, so
 // they are skipped; what they point to is not followed. A missing dir
-// holds nothing exposed.
-func Exposed(dir string) ([]Entry, error) {
+// holds nothing exposed. The walk may run while silt adds and removes
+// files: entries that vanish are skipped. It stops when ctx ends.
+func Exposed(ctx context.Context, dir string) ([]Entry, error) {
 	var out []Entry
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
 		if err != nil {
-			if p == dir && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
 			}
 			// An entry silt cannot read is not one silt wrote; report
-			// the rest rather than fail the start.
+			// the rest rather than fail.
 			if errors.Is(err, fs.ErrPermission) {
 				return nil
 			}
@@ -69,7 +74,7 @@ func Exposed(dir string) ([]Entry, error) {
 		}
 		info, err := d.Info()
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil // removed while walking
+			return nil
 		}
 		if err != nil {
 			return err
@@ -93,8 +98,8 @@ const maxExamples = 5
 // group or others, with the paths, their modes and the command that fixes
 // it. It changes nothing. what names the directory in the message (e.g.
 // "data directory").
-func Warn(log *zap.Logger, what, dir string) error {
-	exposed, err := Exposed(dir)
+func Warn(ctx context.Context, log *zap.Logger, what, dir string) error {
+	exposed, err := Exposed(ctx, dir)
 	if err != nil || len(exposed) == 0 {
 		return err
 	}

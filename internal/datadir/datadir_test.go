@@ -2,6 +2,8 @@ package datadir
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,7 +100,7 @@ func TestExposed(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := Exposed(root)
+			got, err := Exposed(context.Background(), root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +120,7 @@ func TestExposed(t *testing.T) {
 }
 
 func TestExposedMissingDirAndSymlink(t *testing.T) {
-	got, err := Exposed(filepath.Join(t.TempDir(), "nosuch"))
+	got, err := Exposed(context.Background(), filepath.Join(t.TempDir(), "nosuch"))
 	if err != nil || len(got) != 0 {
 		t.Fatalf("missing dir: %v, %v; want nothing", got, err)
 	}
@@ -131,7 +133,7 @@ func TestExposedMissingDirAndSymlink(t *testing.T) {
 	if err := os.Symlink("/etc/hostname", filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	got, err = Exposed(root)
+	got, err = Exposed(context.Background(), root)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("dir with a symlink: %v, %v; want nothing", got, err)
 	}
@@ -144,7 +146,7 @@ func TestWarn(t *testing.T) {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.WarnLevel)
-	if err := Warn(zap.New(core), "data directory", root); err != nil {
+	if err := Warn(context.Background(), zap.New(core), "data directory", root); err != nil {
 		t.Fatal(err)
 	}
 	if logs.Len() != 0 {
@@ -155,7 +157,7 @@ func TestWarn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := Warn(zap.New(core), "data directory", root); err != nil {
+	if err := Warn(context.Background(), zap.New(core), "data directory", root); err != nil {
 		t.Fatal(err)
 	}
 	if logs.Len() != 1 {
@@ -231,5 +233,17 @@ func TestWriteFileAtomicReplacesLeftoverTemp(t *testing.T) {
 	}
 	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
 		t.Fatalf("temp file left behind: %v", err)
+	}
+}
+
+func TestExposedStopsWithContext(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(filepath.Join(root, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Exposed(ctx, root); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Exposed with an ended context = %v, want context.Canceled", err)
 	}
 }
