@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"crypto/rand"
 	"errors"
 	"maps"
 	"slices"
@@ -13,10 +14,12 @@ import (
 )
 
 // env is a Store on a real catalog in a temporary directory, reopenable to
-// check durability.
+// check durability. Its Store seals S3 secrets under key, as silt serve's
+// does; a test sets key to nil before reopen for a Store without one.
 type env struct {
 	t   *testing.T
 	dir string
+	key []byte
 	cat *catalog.Catalog
 	s   *Store
 	clk *clock
@@ -24,7 +27,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), clk: newClock()}
+	e := &env{t: t, dir: t.TempDir(), key: newSecretsKey(), clk: newClock()}
 	e.open()
 	t.Cleanup(func() {
 		if e.cat != nil {
@@ -40,13 +43,31 @@ func (e *env) open() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s, err := Open(cat)
+	s, err := e.tryOpen(cat)
 	if err != nil {
 		cat.Close()
 		e.t.Fatal(err)
 	}
-	s.now = e.clk.now
 	e.cat, e.s = cat, s
+}
+
+func (e *env) tryOpen(kv KV) (*Store, error) {
+	var opts []Option
+	if e.key != nil {
+		opts = append(opts, WithSecretsKey(e.key))
+	}
+	s, err := Open(kv, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s.now = e.clk.now
+	return s, nil
+}
+
+func newSecretsKey() []byte {
+	k := make([]byte, SecretsKeySize)
+	rand.Read(k)
+	return k
 }
 
 // reopen closes the catalog and opens a fresh Store on the same directory,

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,10 +21,11 @@ type S3KeyInfo struct {
 }
 
 // s3KeyRecord is what is stored. Unlike bearer tokens, the secret is
-// stored as is, recoverably: SigV4 never sends the secret, only an HMAC
-// keyed with it, so the server must hold the secret itself to recompute
-// the signature. Anyone who can read the catalog can therefore act as the
-// key's principal over S3; protect the catalog accordingly.
+// kept recoverably: SigV4 never sends the secret, only an HMAC keyed with
+// it, so the server must hold the secret itself to recompute the
+// signature. It is kept sealed (secrets.go) under a key held outside the
+// catalog, so that the catalog alone does not let anyone act as the
+// key's principal over S3.
 //
 // PrincipalCreated ties the key to one incarnation of its principal:
 // DeletePrincipal does not know about S3 keys, so a key of a deleted
@@ -33,7 +33,11 @@ type S3KeyInfo struct {
 // even if a principal of the same name is created later.
 type s3KeyRecord struct {
 	S3KeyInfo
-	Secret           string    `json:"secret"`
+	Sealed *sealedSecret `json:"sealed_secret,omitempty"`
+	// Secret is the secret in clear: in records of versions before
+	// sealing (sealed by Open when it has a key) and of Stores opened
+	// without a key.
+	Secret           string    `json:"secret,omitempty"`
 	PrincipalCreated time.Time `json:"principal_created"`
 }
 
@@ -50,8 +54,9 @@ const (
 var s3KeyIDEncoding = base32.NewEncoding(s3KeyIDCharset).WithPadding(base32.NoPadding)
 
 // IssueS3Key creates an S3 access key for principal and returns its ID and
-// secret. The secret can be recovered later only by LookupS3Key, which the
-// S3 head needs; it is never listed.
+// secret. The secret is stored sealed when the Store has a secrets key,
+// can be recovered later only by LookupS3Key, which the S3 head needs, and
+// is never listed.
 //
 // Keys are read from the KV on each lookup rather than cached in memory:
 // a catalog Get is cheap, and it keeps the Store's in-memory state (and
@@ -84,12 +89,17 @@ func (s *Store) IssueS3Key(principal string) (accessKeyID, secret string, err er
 	var raw [s3SecretBytes]byte
 	rand.Read(raw[:])
 	secret = base64.StdEncoding.EncodeToString(raw[:])
+	key := prefixS3Key + accessKeyID
 	rec := s3KeyRecord{
 		S3KeyInfo:        S3KeyInfo{AccessKeyID: accessKeyID, Principal: principal, Created: s.timestamp()},
-		Secret:           secret,
 		PrincipalCreated: info.Created,
 	}
-	if err := s.kv.Commit(map[string][]byte{prefixS3Key + accessKeyID: encode(rec)}, nil); err != nil {
+	if s.sealer != nil {
+		rec.Sealed = s.sealer.seal(secret, []byte(key))
+	} else {
+		rec.Secret = secret
+	}
+	if err := s.kv.Commit(map[string][]byte{key: encode(rec)}, nil); err != nil {
 		return "", "", fmt.Errorf("acl: issue s3 key for %q: %w", principal, err)
 	}
 	return accessKeyID, secret, nil
@@ -102,38 +112,30 @@ func checkS3KeyID(id string) error {
 	return nil
 }
 
-// getS3Key returns the record of a live key: its principal still exists
-// and is the one the key was issued to.
-func (s *Store) getS3Key(id string) (s3KeyRecord, error) {
-	if err := checkS3KeyID(id); err != nil {
-		return s3KeyRecord{}, err
-	}
-	v, ok, err := s.kv.Get([]byte(prefixS3Key + id))
-	if err != nil {
-		return s3KeyRecord{}, fmt.Errorf("acl: look up s3 key %s: %w", id, err)
-	}
-	if !ok {
-		return s3KeyRecord{}, fmt.Errorf("%w: s3 access key %q", ErrNotFound, id)
-	}
-	var rec s3KeyRecord
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return s3KeyRecord{}, fmt.Errorf("acl: s3 key %s: %w", id, err)
-	}
-	if p, ok := s.lookupPrincipal(rec.Principal); !ok || !p.Created.Equal(rec.PrincipalCreated) {
-		return s3KeyRecord{}, fmt.Errorf("%w: s3 access key %q (its principal %q was deleted)", ErrNotFound, id, rec.Principal)
-	}
-	return rec, nil
-}
-
 // LookupS3Key returns the principal and secret of an access key, for
 // verifying a SigV4 signature. Unknown keys and keys of deleted principals
-// give an error wrapping ErrNotFound.
+// (its principal no longer exists, or is not the one the key was issued
+// to) give an error wrapping ErrNotFound.
 func (s *Store) LookupS3Key(accessKeyID string) (principal Principal, secret string, err error) {
-	rec, err := s.getS3Key(accessKeyID)
+	if err := checkS3KeyID(accessKeyID); err != nil {
+		return Principal{}, "", err
+	}
+	key := []byte(prefixS3Key + accessKeyID)
+	v, ok, err := s.kv.Get(key)
+	if err != nil {
+		return Principal{}, "", fmt.Errorf("acl: look up s3 key %s: %w", accessKeyID, err)
+	}
+	if !ok {
+		return Principal{}, "", fmt.Errorf("%w: s3 access key %q", ErrNotFound, accessKeyID)
+	}
+	rec, secret, err := s.decodeS3Key(key, v)
 	if err != nil {
 		return Principal{}, "", err
 	}
-	return Principal{Name: rec.Principal}, rec.Secret, nil
+	if p, ok := s.lookupPrincipal(rec.Principal); !ok || !p.Created.Equal(rec.PrincipalCreated) {
+		return Principal{}, "", fmt.Errorf("%w: s3 access key %q (its principal %q was deleted)", ErrNotFound, accessKeyID, rec.Principal)
+	}
+	return Principal{Name: rec.Principal}, secret, nil
 }
 
 // RevokeS3Key deletes an access key.

@@ -58,8 +58,14 @@ type grantEntry struct {
 // the hot paths (Authorize, Authenticate) never touch the KV. It implements
 // Authorizer and is safe for concurrent use.
 type Store struct {
-	kv  KV
-	now func() time.Time // replaced in tests to expire tokens
+	kv     KV
+	now    func() time.Time // replaced in tests to expire tokens
+	sealer *sealer          // nil: S3 secrets are stored in clear
+
+	// What Open did to S3 secrets: how many it found in clear and sealed,
+	// and which keys it revoked for WithLostSecretsKey.
+	sealedAtOpen  int
+	revokedAtOpen []string
 
 	// writeMu serializes mutations, so that what a mutation checked before
 	// committing (the principal exists, the grant is new) still holds when
@@ -78,17 +84,32 @@ type Store struct {
 
 var _ Authorizer = (*Store)(nil)
 
-// Open loads every principal, token and grant from kv into memory.
+// Open loads every principal, token and grant from kv into memory, and
+// checks that the S3 secrets in kv open with the secrets key given by
+// WithSecretsKey, sealing those stored in clear (see SealedAtOpen). An
+// error wrapping ErrSecretsKey means the catalog's sealed secrets need
+// another key, or a key where none was given.
 //
 // Tokens and grants whose principal no longer exists cannot arise from this
 // package (DeletePrincipal removes them in the same commit), but if the KV
 // was edited by hand they are deleted here rather than kept: otherwise a
 // principal created later under the same name would inherit them.
-func Open(kv KV) (*Store, error) {
+func Open(kv KV, opts ...Option) (*Store, error) {
 	if kv == nil {
 		return nil, fmt.Errorf("%w: acl: open: nil KV", ErrInvalid)
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	s := &Store{kv: kv, now: time.Now}
+	if o.secretsKey != nil {
+		sl, err := newSealer(o.secretsKey)
+		if err != nil {
+			return nil, err
+		}
+		s.sealer = sl
+	}
 	s.mu.principals = make(map[string]PrincipalInfo)
 	s.mu.tokens = make(map[[32]byte]*tokenEntry)
 	s.mu.grants = make(map[string]*grantEntry)
@@ -167,8 +188,19 @@ func Open(kv KV) (*Store, error) {
 			return nil, fmt.Errorf("acl: open: delete %d records of deleted principals: %w", len(orphans), err)
 		}
 	}
+	if err := s.openS3Secrets(o.lostKeyID); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
+
+// SealedAtOpen reports how many S3 secrets Open found stored in clear and
+// sealed.
+func (s *Store) SealedAtOpen() int { return s.sealedAtOpen }
+
+// RevokedAtOpen returns the access key IDs Open revoked because their
+// secrets were sealed with the key named by WithLostSecretsKey.
+func (s *Store) RevokedAtOpen() []string { return s.revokedAtOpen }
 
 func decode(key, value []byte, v any) error {
 	if err := json.Unmarshal(value, v); err != nil {

@@ -9,9 +9,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/silt-io/silt/internal/datadir"
 )
 
 // FSBackend keeps tier 2 in a directory (local disk or a mounted share).
+// Like the rest of the data dir, its directories are 0700 and its objects
+// 0600: they are the tenants' events, for silt's user only; the heads
+// serve them to whoever the ACL allows.
 // An upload goes to a temp file beside its target, named by the key, so
 // that a re-upload after a crash reuses (truncates) it and Delete can find
 // it; Finish fsyncs, renames and fsyncs the directory, so a finished
@@ -59,8 +64,14 @@ func (b *FSBackend) Create(_ context.Context, key string) (Writer, error) {
 		return nil, fmt.Errorf("create tier-2 dir for %s: %w", key, err)
 	}
 	tmp := tempPath(p)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, datadir.FileMode)
 	if err != nil {
+		return nil, fmt.Errorf("create tier-2 upload %s: %w", key, err)
+	}
+	// A temp file reused from a crashed upload keeps the mode it was
+	// created with, which older versions made 0644.
+	if err := f.Chmod(datadir.FileMode); err != nil {
+		f.Close()
 		return nil, fmt.Errorf("create tier-2 upload %s: %w", key, err)
 	}
 	return &fsWriter{f: f, tmp: tmp, final: p}, nil
@@ -252,7 +263,7 @@ func mkdirAllDurable(dir string) error {
 			break
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, datadir.DirMode); err != nil {
 		return err
 	}
 	for _, d := range missing {

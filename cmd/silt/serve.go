@@ -28,6 +28,7 @@ import (
 	"github.com/silt-io/silt/gateways/s3"
 	"github.com/silt-io/silt/gateways/webhdfs"
 	"github.com/silt-io/silt/internal/config"
+	"github.com/silt-io/silt/internal/datadir"
 	"github.com/silt-io/silt/internal/httpmetrics"
 	"github.com/silt-io/silt/internal/logging"
 	"github.com/silt-io/silt/internal/tlsconf"
@@ -64,6 +65,11 @@ type authConfig struct {
 	InsecureDev   bool   `koanf:"insecure_dev" help:"DANGER: allow every request without a token (local experiments only)"`
 	RootPrincipal string `koanf:"root_principal" help:"principal created at first start with admin on everything"`
 	RootToken     string `koanf:"root_token" help:"secret the root principal accepts; empty: generate one into <core.dir>/root.token"`
+	// SecretsKeyFile is apart from core.dir so that an operator can keep
+	// the key off the data dir's backups, which then hold no usable S3
+	// secret.
+	SecretsKeyFile string `koanf:"secrets_key_file" help:"file with the 32-byte key S3 secrets are encrypted with in the catalog (created if missing); empty: <core.dir>/keys/secrets.key"`
+	LostSecretsKey string `koanf:"lost_secrets_key_id" help:"ID of a secrets key lost for good, as the start-up error names it: revoke the S3 keys sealed with it instead of refusing to start"`
 }
 
 func defaultServeConfig() serveConfig {
@@ -178,6 +184,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 
 // serve runs the server until ctx is cancelled.
 func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
+	// The data dir is for silt's user alone; pebble and other libraries
+	// create files 0666 and leave it to the umask. Set before the check
+	// starts, so that it never sees a file in the moment between its
+	// creation and its narrowing.
+	datadir.RestrictUmask()
+	defer checkDataDir(ctx, cfg, log)()
 	if cfg.Run.GCPercent > 0 {
 		debug.SetGCPercent(cfg.Run.GCPercent)
 	}
@@ -196,7 +208,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 		return err
 	}
 	defer store.Close()
-	acls, err := acl.Open(store.Catalog())
+	acls, err := openACL(cfg, store, log)
 	if err != nil {
 		return err
 	}

@@ -9,11 +9,13 @@ package catalog
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Catalog is safe for concurrent use.
@@ -26,6 +28,7 @@ func Open(dir string) (*Catalog, error) {
 	opts := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietLogger{},
+		FS:                 privateFS{vfs.Default},
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -115,6 +118,23 @@ func (c *Catalog) DeletePrefix(prefix string) error {
 	p := []byte(prefix)
 	if err := c.db.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
 		return fmt.Errorf("catalog delete range: %w", err)
+	}
+	return nil
+}
+
+// CompactPrefix rewrites the catalog's tables under prefix, so that the
+// values overwritten or deleted there no longer sit in any file once the
+// superseded files are removed (in the background, or by Close). Callers
+// use it after replacing values that must not stay on disk, such as
+// secrets written in clear by an earlier version.
+func (c *Catalog) CompactPrefix(prefix string) error {
+	p := []byte(prefix)
+	end := prefixEnd(p)
+	if end == nil {
+		return fmt.Errorf("catalog compact: prefix %q has no upper bound", prefix)
+	}
+	if err := c.db.Compact(context.Background(), p, end, false); err != nil {
+		return fmt.Errorf("catalog compact %q: %w", prefix, err)
 	}
 	return nil
 }

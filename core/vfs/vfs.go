@@ -12,6 +12,8 @@ import (
 	"sort"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/silt-io/silt/internal/datadir"
 )
 
 // File is an open file. Sync makes the file's data durable (fdatasync);
@@ -102,8 +104,10 @@ func (f osFile) Size() (int64, error) {
 	return st.Size(), nil
 }
 
+// Create makes the file readable by silt's user only (datadir.FileMode):
+// tier-1 logs hold tenants' events.
 func (OS) Create(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, datadir.FileMode)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +133,7 @@ func (OS) Open(name string) (File, error) {
 func (OS) Remove(name string) error    { return os.Remove(name) }
 func (OS) Rename(o, n string) error    { return os.Rename(o, n) }
 func (OS) RemoveAll(name string) error { return os.RemoveAll(name) }
-func (OS) MkdirAll(dir string) error   { return os.MkdirAll(dir, 0o755) }
+func (OS) MkdirAll(dir string) error   { return os.MkdirAll(dir, datadir.DirMode) }
 
 func (OS) List(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)

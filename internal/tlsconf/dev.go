@@ -49,7 +49,8 @@ func DefaultDevHosts() []string {
 // replaced CA means clients must be given the new caFile.
 //
 // The returned Config names the server pair and has no ClientCAFile. Files are
-// written atomically (keys 0600), but two processes generating into the same
+// written atomically, all 0600 (dir is for silt's user only; clients of
+// another user get a copy of caFile), but two processes generating into the same
 // directory at once may leave a mismatched pair, which the next call repairs.
 func GenerateDev(dir string, hosts []string) (cfg Config, caFile string, created bool, err error) {
 	return generateDev(dir, hosts, time.Now())
@@ -240,7 +241,10 @@ func writePair(certPath, keyPath string, certDER []byte, key *ecdsa.PrivateKey) 
 		return err
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certDER})
-	return writeFileAtomic(certPath, certPEM, 0o644)
+	// Certificates are not secret, but the directory sits in silt's data
+	// dir, which is private (0700) as a whole: a wider mode would give
+	// nobody access and only break the rule that everything there is 0600.
+	return writeFileAtomic(certPath, certPEM, 0o600)
 }
 
 // writeFileAtomic replaces path so that readers see the old or the new
@@ -257,7 +261,8 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	// CreateTemp uses 0600; widen only for certificates, never for keys.
+	// CreateTemp uses 0600; the mode is set explicitly so that it holds
+	// whatever CreateTemp does.
 	if err := tmp.Chmod(perm); err != nil {
 		return fmt.Errorf("tls: write %s: %w", path, err)
 	}
