@@ -102,7 +102,7 @@ func TestServeSurvivesEMFILE(t *testing.T) {
 
 // limited serves a Server over e's view (slowed by delay per read) with
 // cfg on a connlimit listener of the given caps.
-func limited(t *testing.T, e *env, cfg Config, delay time.Duration, lim connlimit.Limits) (string, *slowView, *prometheus.Registry) {
+func limited(t *testing.T, e *env, cfg Config, delay time.Duration, lim connlimit.Limits) (*connlimit.Listener, *slowView, *prometheus.Registry) {
 	t.Helper()
 	sv := &slowView{View: e.mem, delay: delay}
 	srv, err := New(cfg, sv, e.store, testKey, nil)
@@ -118,8 +118,9 @@ func limited(t *testing.T, e *env, cfg Config, delay time.Duration, lim connlimi
 	if err := met.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	serveOn(t, srv, connlimit.New(ln, connlimit.Options{Head: "nfs", Limits: lim, Metrics: met}))
-	return ln.Addr().String(), sv, reg
+	cl := connlimit.New(ln, connlimit.Options{Head: "nfs", Limits: lim, Metrics: met})
+	serveOn(t, srv, cl)
+	return cl, sv, reg
 }
 
 // evicted is the head's silt_connections_evicted_total for reason.
@@ -156,7 +157,8 @@ func TestIdleTimeout(t *testing.T) {
 	e := newEnv(t)
 	cfg := DefaultConfig()
 	cfg.IdleTimeout = time.Second
-	addr, _, met := limited(t, e, cfg, 0, connlimit.Limits{Max: 100, PerClient: 100})
+	ln, _, met := limited(t, e, cfg, 0, connlimit.Limits{Max: 100, PerClient: 100})
+	addr := ln.Addr().String()
 	for name, prepare := range map[string]func(*rawConn){
 		"silent from the start": func(*rawConn) {},
 		"after a request": func(c *rawConn) {
@@ -189,7 +191,8 @@ func TestIdleTimeoutSparesBusyConnection(t *testing.T) {
 	e := newEnv(t)
 	cfg := DefaultConfig()
 	cfg.IdleTimeout = time.Second
-	addr, _, _ := limited(t, e, cfg, 2500*time.Millisecond, connlimit.Limits{Max: 100, PerClient: 100})
+	ln, _, _ := limited(t, e, cfg, 2500*time.Millisecond, connlimit.Limits{Max: 100, PerClient: 100})
+	addr := ln.Addr().String()
 	v := mustMount(t, addr, "/")
 	f, err := v.Open(chunk)
 	if err != nil {
@@ -211,7 +214,8 @@ func TestIdleTimeoutSparesBusyConnection(t *testing.T) {
 func TestCapEvictsIdleNotBusy(t *testing.T) {
 	e := newEnv(t)
 	const delay = 1500 * time.Millisecond
-	addr, sv, met := limited(t, e, DefaultConfig(), delay, connlimit.Limits{Max: 2, PerClient: 10})
+	ln, sv, met := limited(t, e, DefaultConfig(), delay, connlimit.Limits{Max: 2, PerClient: 10})
+	addr := ln.Addr().String()
 	busy := mustMount(t, addr, "/")
 	f, err := busy.Open(chunk)
 	if err != nil {
@@ -232,6 +236,14 @@ func TestCapEvictsIdleNotBusy(t *testing.T) {
 	idle := dialRaw(t, addr)
 	if rep := idle.call(2, progNFS, 3, 0, nil); rep.denied || rep.stat != 0 {
 		t.Fatalf("NULL on the second connection: %+v", rep)
+	}
+	// The server marks the connection idle just after its reply is out,
+	// which the client may see first.
+	for {
+		if open, idle := ln.Counts(); open == 2 && idle == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
 	}
 	newcomer := dialRaw(t, addr)
 	if rep := newcomer.call(2, progNFS, 3, 0, nil); rep.denied || rep.stat != 0 {

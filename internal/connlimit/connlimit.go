@@ -277,9 +277,19 @@ func (l *Listener) setActive(c *Conn, active bool) {
 
 // Open returns how many admitted connections are open.
 func (l *Listener) Open() int {
+	open, _ := l.Counts()
+	return open
+}
+
+// Counts returns how many admitted connections are open, and how many of
+// those are idle (walking the idle list: for tests and diagnostics).
+func (l *Listener) Counts() (open, idle int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.mu.open
+	for c := l.mu.idle.front(); c != nil; c = c.next {
+		idle++
+	}
+	return l.mu.open, idle
 }
 
 // clientOf is the key the per-client cap counts under: the IPv4 address,
