@@ -365,3 +365,44 @@ func (f *flood) close() {
 	}
 	f.conns = nil
 }
+
+// Every head's connection keys are validated: silt serve refuses bad
+// values (--print-config exits 2) with a message naming the key.
+func TestConnectionKeysValidated(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		want string // "" = accepted
+	}{
+		"derived":                    {nil, ""},
+		"api set":                    {[]string{"--api.max_connections=100", "--api.max_connections_per_client=10"}, ""},
+		"api negative":               {[]string{"--api.max_connections=-1"}, "api: max_connections -1"},
+		"s3 per client over max":     {[]string{"--s3.max_connections=10", "--s3.max_connections_per_client=11"}, "s3: max_connections_per_client 11 exceeds max_connections 10"},
+		"webhdfs too many":           {[]string{"--webhdfs.max_connections=2000000"}, "webhdfs: max_connections 2000000"},
+		"nfs per client negative":    {[]string{"--nfs.max_connections_per_client=-3"}, "nfs: max_connections_per_client -3"},
+		"nfs idle timeout too short": {[]string{"--nfs.idle_timeout=10ms"}, "nfs: idle_timeout 10ms: want at least 1s"},
+		"nfs idle timeout by env":    {[]string{"env:SILT_NFS_IDLE_TIMEOUT=0s"}, "nfs: idle_timeout 0s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"serve", "--print-config"}
+			for _, a := range tc.args {
+				if kv, ok := strings.CutPrefix(a, "env:"); ok {
+					k, v, _ := strings.Cut(kv, "=")
+					t.Setenv(k, v)
+					continue
+				}
+				args = append(args, a)
+			}
+			var out, errb strings.Builder
+			code := run(args, nil, &out, &errb)
+			switch {
+			case tc.want == "" && code != 0:
+				t.Fatalf("exit %d: %s", code, errb.String())
+			case tc.want != "" && (code != 2 || !strings.Contains(errb.String(), tc.want)):
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errb.String(), tc.want)
+			}
+			if tc.want == "" && !strings.Contains(out.String(), "max_connections_per_client:") {
+				t.Fatalf("--print-config does not show the connection keys:\n%s", out.String())
+			}
+		})
+	}
+}
