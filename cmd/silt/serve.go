@@ -311,6 +311,20 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 		nfsLn.Close()
 		return fmt.Errorf("listen on %s (webhdfs.listen): %w", cfg.HDFS.Listen, err)
 	}
+	// Every head admits connections within its caps (conns.go).
+	adm, err := newAdmission(reg, log)
+	if err != nil {
+		apiLn.Close()
+		s3Ln.Close()
+		nfsLn.Close()
+		hdfsLn.Close()
+		return err
+	}
+	apiLn = adm.wrap("api", cfg.API.Caps, apiLn)
+	s3Ln = adm.wrap("s3", cfg.S3.Caps, s3Ln)
+	nfsLn = adm.wrap("nfs", cfg.NFS.Caps, nfsLn)
+	hdfsLn = adm.wrap("webhdfs", cfg.HDFS.Caps, hdfsLn)
+	adm.check()
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/silt-io/silt/internal/connlimit"
 )
 
 // h1Server is the API's own HTTP/1.1 server (api.http_server: lean).
@@ -300,6 +302,10 @@ func (c *h1Conn) awaitRequest() bool {
 	if !c.srv.setIdle(c, true) {
 		return false
 	}
+	// At the head's cap an idle connection may be closed for a newcomer
+	// (internal/connlimit); it stays idle there until a whole request
+	// head is in, so that a client sending one slowly is not protected.
+	connlimit.Idle(c.rwc)
 	_, err := c.br.Peek(1)
 	if !c.srv.setIdle(c, false) || err != nil {
 		return false
@@ -338,6 +344,7 @@ func (c *h1Conn) serveOne() bool {
 		return false
 	}
 	c.lastMethod = req.Method
+	connlimit.Active(c.rwc)
 	if status, msg := checkRequest(req); status != 0 {
 		c.replyError(status, msg)
 		return false

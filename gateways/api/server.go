@@ -25,12 +25,16 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/internal/connlimit"
 	"github.com/silt-io/silt/internal/httpserve"
 )
 
 // Config configures the API server.
 type Config struct {
 	Listen string `koanf:"listen" help:"address the native API listens on"`
+	// Caps bound the API's connections (silt serve applies them; see
+	// internal/connlimit).
+	connlimit.Caps
 	// MaxInflightBytes is the admission limit for append bodies: the bytes
 	// all appends in progress may hold in memory at once. An append that
 	// would go beyond it is refused with 503 and Retry-After before its
@@ -85,6 +89,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInflightBytes <= 0 {
 		return errors.New("api: max_inflight_bytes must be positive")
+	}
+	if err := c.Caps.Check("api"); err != nil {
+		return err
 	}
 	if c.HTTPServer != HTTPServerLean && c.HTTPServer != HTTPServerNetHTTP {
 		return fmt.Errorf("api: http_server %q: want %q or %q", c.HTTPServer, HTTPServerLean, HTTPServerNetHTTP)

@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	gonfs "github.com/silt-io/silt/gateways/nfs/internal/gonfs"
+	"github.com/silt-io/silt/internal/connlimit"
 	"github.com/silt-io/silt/view"
 )
 
@@ -30,6 +32,17 @@ type Config struct {
 	// it the server stops reading the connection until a reply is out.
 	// 0 means the default (16).
 	MaxInflight int `koanf:"max_inflight" help:"requests served concurrently per NFS connection"`
+	// Caps bound the head's connections (silt serve applies them; see
+	// internal/connlimit).
+	connlimit.Caps
+	// IdleTimeout closes a connection that has had no request in flight
+	// and sent none for this long, and one whose client has not read a
+	// reply for this long. NFS clients reconnect transparently. Linux's
+	// client closes its own idle connections after 5 minutes and knfsd
+	// ages out idle ones after 6; the default matches knfsd, so that real
+	// mounts close their connections before silt does while a connection
+	// that says nothing is gone within minutes.
+	IdleTimeout time.Duration `koanf:"idle_timeout" help:"close an NFS connection after this long without a request (clients reconnect transparently)"`
 }
 
 // Squash says which AUTH_SYS uids are not looked up in an export's map.
@@ -73,6 +86,9 @@ type Export struct {
 // DefaultAllow is the allow list of an export that names none.
 var DefaultAllow = []string{"127.0.0.1/32", "::1/128"}
 
+// DefaultIdleTimeout is Config.IdleTimeout's default.
+const DefaultIdleTimeout = 6 * time.Minute
+
 // DefaultConfig returns the embedded defaults: the whole tree exported to
 // loopback as anonymous, which reads only what has been granted to
 // unauthenticated requests. Loopback is shared by every user of the host,
@@ -85,6 +101,7 @@ func DefaultConfig() Config {
 		Listen:      "127.0.0.1:20490",
 		Exports:     []string{"path=/;principal=anonymous;allow=127.0.0.1/32|::1/128"},
 		MaxInflight: gonfs.DefaultMaxInflight,
+		IdleTimeout: DefaultIdleTimeout,
 	}
 }
 
@@ -231,6 +248,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInflight < 0 || c.MaxInflight > 1024 {
 		return fmt.Errorf("nfs: max_inflight %d: want 1..1024 (0: the default)", c.MaxInflight)
+	}
+	if err := c.Caps.Check("nfs"); err != nil {
+		return err
+	}
+	// Below a second a mount would churn between its calls; an idle
+	// timeout cannot be switched off, since it is what frees the
+	// connections of clients that vanished without closing them.
+	if c.IdleTimeout < time.Second {
+		return fmt.Errorf("nfs: idle_timeout %v: want at least 1s", c.IdleTimeout)
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/gateways/nfs/internal/fh"
+	"github.com/silt-io/silt/internal/connlimit"
 	"github.com/silt-io/silt/view"
 )
 
@@ -101,7 +103,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		tl.shutdown()
 	}()
-	srv := &gonfs.Server{Handler: (*handler)(s), Context: ctx, MaxInflight: s.cfg.MaxInflight, Observe: s.met.observe}
+	srv := &gonfs.Server{Handler: (*handler)(s), Context: ctx, MaxInflight: s.cfg.MaxInflight, Observe: s.met.observe,
+		IdleTimeout: s.cfg.IdleTimeout, ConnState: s.connState}
 	err := srv.Serve(tl)
 	close(stopped)
 	<-done
@@ -110,6 +113,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return nil
 	}
 	return fmt.Errorf("nfs: serve: %w", err)
+}
+
+// connState tells the connection's admission (internal/connlimit, when
+// ln came from it) whether the connection is serving requests, so that
+// at the head's cap only an idle one is closed for a newcomer.
+func (s *Server) connState(c net.Conn, st gonfs.ConnState) {
+	switch st {
+	case gonfs.ConnActive:
+		connlimit.Active(c)
+	case gonfs.ConnIdle:
+		connlimit.Idle(c)
+	case gonfs.ConnIdleClosed:
+		connlimit.ClosedIdle(c)
+		s.log.Debug("nfs connection closed: no request for idle_timeout",
+			zap.String("remote", c.RemoteAddr().String()), zap.Duration("idle_timeout", s.cfg.IdleTimeout))
+	}
 }
 
 // allowedAnywhere reports whether some export allows addr; others are
@@ -193,17 +212,28 @@ type trackedConn struct {
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if err != nil {
+	// A deadline passing is the idle timeout's check, which decides
+	// itself whether the connection is done.
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		c.Close()
 	}
 	return n, err
 }
 
 // WriteBuffers writes bufs with one writev(2) where the connection can:
-// net.Buffers does so only for the net package's own connection types.
+// net.Buffers does so only for the net package's own connection types,
+// so a wrapping connection (connlimit's) passes it on.
 func (c *trackedConn) WriteBuffers(bufs *net.Buffers) (int64, error) {
+	if bw, ok := c.Conn.(interface {
+		WriteBuffers(*net.Buffers) (int64, error)
+	}); ok {
+		return bw.WriteBuffers(bufs)
+	}
 	return bufs.WriteTo(c.Conn)
 }
+
+// NetConn returns the accepted connection, for connlimit to find its own.
+func (c *trackedConn) NetConn() net.Conn { return c.Conn }
 
 func (c *trackedConn) Close() error {
 	var err error

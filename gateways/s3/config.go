@@ -5,11 +5,16 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/silt-io/silt/internal/connlimit"
 )
 
 // Config configures the S3 head.
 type Config struct {
 	Listen string `koanf:"listen" help:"address the S3 head listens on"`
+	// Caps bound the head's connections (silt serve applies them; see
+	// internal/connlimit).
+	connlimit.Caps
 	// Region is what GetBucketLocation reports. Signatures scoped to any
 	// region are accepted: the secret, not the region, is what proves
 	// identity, and clients disagree on the region of a custom endpoint.
@@ -34,6 +39,9 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("s3: listen %q: %w", c.Listen, err)
+	}
+	if err := c.Caps.Check("s3"); err != nil {
+		return err
 	}
 	if c.Region == "" {
 		return fmt.Errorf("s3: region must not be empty")

@@ -4,11 +4,16 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/silt-io/silt/internal/connlimit"
 )
 
 // Config configures the WebHDFS head.
 type Config struct {
 	Listen string `koanf:"listen" help:"address the WebHDFS head listens on (Hadoop's default NameNode HTTP port is 9870)"`
+	// Caps bound the head's connections (silt serve applies them; see
+	// internal/connlimit).
+	connlimit.Caps
 	// InsecureUserName accepts Hadoop's "simple" authentication, where the
 	// client names itself with user.name=. Anyone can claim any name, so it
 	// is off unless the operator asks for it.
@@ -42,6 +47,9 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("webhdfs: listen %q: %w", c.Listen, err)
+	}
+	if err := c.Caps.Check("webhdfs"); err != nil {
+		return err
 	}
 	// HDFS requires the block size to be a multiple of bytes-per-checksum,
 	// and GETFILECHECKSUM relies on it.

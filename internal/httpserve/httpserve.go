@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/silt-io/silt/internal/connlimit"
 )
 
 // Serve runs srv on ln until ctx is cancelled or serving fails. With
@@ -20,7 +22,14 @@ import (
 // nil) runs first — e.g. to end long-polls that would hold connections
 // open — then in-flight requests get up to grace to finish before the
 // remaining connections are closed. A clean shutdown returns nil.
+//
+// When ln is a connlimit.Listener (or wraps one) and srv has no
+// ConnState hook, connections report whether they serve a request, so
+// that at the head's cap only an idle one is closed for a newcomer.
 func Serve(ctx context.Context, srv *http.Server, ln net.Listener, tlsCfg *tls.Config, grace time.Duration, beforeShutdown func()) error {
+	if srv.ConnState == nil {
+		srv.ConnState = connlimit.HTTPConnState
+	}
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
@@ -55,6 +64,15 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, tlsCfg *tls.C
 // 30-second limit on reading request headers, the server's own errors
 // logged through errorLog, and 5 seconds of grace at shutdown.
 func ServeHandler(ctx context.Context, h http.Handler, errorLog *log.Logger, ln net.Listener, tlsCfg *tls.Config) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errorLog}
-	return Serve(ctx, srv, ln, tlsCfg, 5*time.Second, nil)
+	return Serve(ctx, headServer(h, errorLog), ln, tlsCfg, 5*time.Second, nil)
+}
+
+// idleTimeout closes a protocol head's keep-alive connection after this
+// long without a request, as the native API's api.idle_timeout does by
+// default. Without it net/http keeps an idle connection for ever, and
+// clients that vanish without closing theirs would fill the head.
+const idleTimeout = 2 * time.Minute
+
+func headServer(h http.Handler, errorLog *log.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: idleTimeout, ErrorLog: errorLog}
 }

@@ -83,6 +83,82 @@ type conn struct {
 	*Server
 	net.Conn
 	wmu sync.Mutex // held while a whole reply is written
+
+	smu      sync.Mutex // orders the ConnState calls with the count
+	inflight int        // requests read and not yet answered; guarded by smu
+}
+
+// begin counts a request read, end one answered; the first and the last
+// of a busy spell are reported to ConnState.
+func (c *conn) begin() {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.inflight++
+	if c.inflight == 1 && c.Server.ConnState != nil {
+		c.Server.ConnState(c.Conn, ConnActive)
+	}
+}
+
+func (c *conn) end() {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.inflight--
+	if c.inflight == 0 && c.Server.ConnState != nil {
+		c.Server.ConnState(c.Conn, ConnIdle)
+	}
+}
+
+// timedOut reports whether reading failed on the read deadline; the XDR
+// decoder's errors do not unwrap.
+func timedOut(err error) bool {
+	var ue *xdr2.UnmarshalError
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+func (c *conn) busy() bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return c.inflight > 0
+}
+
+// awaitRequest waits for the first byte of the next request. With an
+// IdleTimeout it gives up, closing the connection, once that long has
+// passed with no request in flight; the rest of the request must then
+// arrive within the timeout too, so that a client sending a request
+// slowly, or half of one, holds the connection no longer than an idle
+// client. It reports whether a request is coming.
+func (c *conn) awaitRequest(bio *bufio.Reader) bool {
+	d := c.Server.IdleTimeout
+	if d <= 0 {
+		return true // readRequestHeader blocks as upstream did
+	}
+	for {
+		c.Conn.SetReadDeadline(time.Now().Add(d))
+		_, err := bio.Peek(1)
+		if err == nil {
+			c.Conn.SetReadDeadline(time.Now().Add(d))
+			return true
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			c.Close()
+			return false
+		}
+		if c.busy() {
+			// A request of this connection is still being served (a
+			// slow READ, or a reply the client reads slowly): the
+			// connection is not idle.
+			continue
+		}
+		if c.Server.ConnState != nil {
+			c.Server.ConnState(c.Conn, ConnIdleClosed)
+		}
+		Log.Debugf("closing connection from %v: no request for %v", c.Conn.RemoteAddr(), d)
+		c.Close()
+		return false
+	}
 }
 
 func (c *conn) serve(ctx context.Context) {
@@ -98,20 +174,28 @@ func (c *conn) serve(ctx context.Context) {
 
 	bio := bufio.NewReaderSize(c.Conn, 64<<10)
 	for {
+		if !c.awaitRequest(bio) {
+			return
+		}
 		w, err := c.readRequestHeader(connCtx, bio)
 		if err != nil {
-			if err == io.EOF {
-				// Clean close.
-				c.Close()
-				return
+			// A clean close (EOF), a malformed or timed-out request:
+			// either way the stream is done (patched: upstream left the
+			// socket open on errors other than EOF).
+			if timedOut(err) && c.Server.ConnState != nil {
+				c.Server.ConnState(c.Conn, ConnIdleClosed)
 			}
+			c.Close()
 			return
 		}
 		Log.Tracef("request: %v", w.req)
+		c.begin()
 		if _, buffered := w.req.Body.(*bytes.Reader); !buffered {
 			// The handler reads the body from the stream: nothing else
 			// may be read meanwhile.
-			if !c.serveOne(connCtx, w) {
+			ok := c.serveOne(connCtx, w)
+			c.end()
+			if !ok {
 				return
 			}
 			continue
@@ -119,12 +203,14 @@ func (c *conn) serve(ctx context.Context) {
 		select {
 		case sem <- struct{}{}:
 		case <-connCtx.Done():
+			c.end()
 			return
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer c.end()
 			if !c.serveOne(connCtx, w) {
 				cancel()
 			}
@@ -372,6 +458,11 @@ func (w *response) finish(ctx context.Context) error {
 	binary.BigEndian.PutUint32(b, uint32(len(b)-recordMarkLen+len(w.tail)+pad)|1<<31)
 	w.conn.wmu.Lock()
 	defer w.conn.wmu.Unlock()
+	if d := w.conn.Server.IdleTimeout; d > 0 {
+		// A client that reads no reply for that long is as good as
+		// gone, and would otherwise hold its connection busy forever.
+		w.conn.Conn.SetWriteDeadline(time.Now().Add(d))
+	}
 	if w.tail == nil {
 		_, err := w.conn.Conn.Write(b)
 		return err

@@ -23,7 +23,28 @@ type Server struct {
 	// it took from its arrival, and whether its answer was an error
 	// (patched in, for metrics).
 	Observe func(proc string, took time.Duration, failed bool)
+	// IdleTimeout, when positive, closes a connection that has had no
+	// request in flight and received none for that long, or that has
+	// left a reply unread for that long (patched in).
+	IdleTimeout time.Duration
+	// ConnState, when set, is told when a connection starts serving a
+	// request after having none in flight, when its last request in
+	// flight is answered, and when it is closed for idleness (patched
+	// in, so that connection admission knows which connections are idle).
+	ConnState func(net.Conn, ConnState)
 }
+
+// ConnState is what Server.ConnState reports about a connection.
+type ConnState int
+
+const (
+	// ConnActive: the connection has a request in flight.
+	ConnActive ConnState = iota
+	// ConnIdle: its last request in flight is answered.
+	ConnIdle
+	// ConnIdleClosed: it is being closed after IdleTimeout.
+	ConnIdleClosed
+)
 
 // procName names a call for Observe.
 func procName(prog, proc uint32) string {
@@ -92,7 +113,11 @@ func (s *Server) Serve(l net.Listener) error {
 	for {
 		conn, err := l.Accept()
 		if err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			// Patched: upstream retried only timeouts, so running out of
+			// file descriptors (EMFILE) ended Serve. Temporary errors
+			// pass, as net/http's Server.Serve lets them.
+			if te, ok := err.(interface{ Temporary() bool }); ok && te.Temporary() {
+				Log.Errorf("accept failed, retrying: %v", err)
 				if tempDelay == 0 {
 					tempDelay = 5 * time.Millisecond
 				} else {
