@@ -49,6 +49,10 @@ func errMalformedAuth(msg string) *apiError {
 	return newErr(http.StatusBadRequest, "AuthorizationHeaderMalformed", msg)
 }
 
+func errQueryParams(msg string) *apiError {
+	return newErr(http.StatusBadRequest, "AuthorizationQueryParametersError", msg)
+}
+
 func errInvalidArgument(msg string) *apiError {
 	return newErr(http.StatusBadRequest, "InvalidArgument", msg)
 }
