@@ -27,8 +27,9 @@ var responseHeaders = [...]struct{ param, header string }{
 // not net/http's (http.ServeContent answers multi-range requests with a
 // multipart 206, rejects ranges S3 ignores, compares ETags strictly and
 // drops Content-Length under a Content-Encoding): the If-* conditions in
-// S3's order (conditions.go), then at most one byte range (ranges.go),
-// then the bytes, streamed from the open file.
+// S3's order (conditions.go), then at most one byte range (ranges.go)
+// unless If-Range no longer holds, then the bytes, streamed from the open
+// file.
 func (h *handler) object(bucket, key string) {
 	q := h.r.URL.Query()
 	if q.Has("partNumber") || (q.Has("versionId") && q.Get("versionId") != "null") {
@@ -83,10 +84,14 @@ func (h *handler) object(bucket, key string) {
 		return
 	}
 
-	start, n, res := parseRange(h.r.Header.Get("Range"), size)
+	rng := h.r.Header.Get("Range")
+	if !ifRangeHolds(h.r.Header, fi.ETag, fi.ModTime) {
+		rng = ""
+	}
+	start, n, res := parseRange(rng, size)
 	if res == rangeUnsatisfiable {
 		hd.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
-		writeErr(h.w, h.r, errRangeNotSatisfiable(h.r.Header.Get("Range"), size))
+		writeErr(h.w, h.r, errRangeNotSatisfiable(rng, size))
 		return
 	}
 	validators()
