@@ -151,27 +151,37 @@ func parseAuthHeader(auth string, r *http.Request) (*sigRequest, error) {
 	return sr, nil
 }
 
+// parsePresigned parses the SigV4 query parameters. S3 answers every
+// problem with them as AuthorizationQueryParametersError, with the
+// messages used here.
 func parsePresigned(q url.Values) (*sigRequest, error) {
 	sr := &sigRequest{presigned: true, payloadHash: unsignedBody}
-	if q.Get("X-Amz-Algorithm") != sigAlgorithm {
-		return nil, errInvalidArgument("X-Amz-Algorithm must be " + sigAlgorithm)
+	for _, k := range []string{"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Signature", "X-Amz-Date", "X-Amz-SignedHeaders", "X-Amz-Expires"} {
+		if q.Get(k) == "" {
+			return nil, errQueryParams("Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.")
+		}
 	}
-	if err := sr.parseCredential(q.Get("X-Amz-Credential")); err != nil {
-		return nil, err
+	if q.Get("X-Amz-Algorithm") != sigAlgorithm {
+		return nil, errQueryParams(`X-Amz-Algorithm only supports "` + sigAlgorithm + `"`)
+	}
+	if sr.parseCredential(q.Get("X-Amz-Credential")) != nil {
+		return nil, errQueryParams(`Error parsing the X-Amz-Credential parameter; the Credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".`)
 	}
 	if err := sr.parseDate(q.Get("X-Amz-Date")); err != nil {
-		return nil, err
+		return nil, errQueryParams("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\" and its date must match the credential scope")
 	}
-	secs, err := strconv.Atoi(q.Get("X-Amz-Expires"))
-	if err != nil || secs < 1 || secs > maxPresignSecs {
-		return nil, errInvalidArgument("X-Amz-Expires must be between 1 and 604800 seconds")
+	secs, err := strconv.ParseInt(q.Get("X-Amz-Expires"), 10, 64)
+	switch {
+	case err != nil:
+		return nil, errQueryParams("X-Amz-Expires should be a number")
+	case secs < 0:
+		return nil, errQueryParams("X-Amz-Expires must be non-negative")
+	case secs > maxPresignSecs:
+		return nil, errQueryParams("X-Amz-Expires must be less than a week (in seconds) that is 604800")
 	}
 	sr.expires = time.Duration(secs) * time.Second
 	sr.signature = q.Get("X-Amz-Signature")
 	sr.signedHeaders = strings.Split(q.Get("X-Amz-SignedHeaders"), ";")
-	if sr.signature == "" || q.Get("X-Amz-SignedHeaders") == "" {
-		return nil, errMalformedAuth("presigned URLs need X-Amz-SignedHeaders and X-Amz-Signature")
-	}
 	return sr, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/view"
@@ -15,6 +16,10 @@ type apiError struct {
 	Status  int
 	Code    string
 	Message string
+	// Elements some errors add to the body.
+	Condition        string // PreconditionFailed: the header that failed
+	RangeRequested   string // InvalidRange: the Range header as sent
+	ActualObjectSize string // InvalidRange: the object's size
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -35,18 +40,33 @@ var (
 		"The difference between the request time and the server's time is too large.")
 	errSigV2 = newErr(http.StatusBadRequest, "InvalidRequest",
 		"Only AWS Signature Version 4 (AWS4-HMAC-SHA256) is supported; configure the client for s3v4 signing")
-	errExpired      = newErr(http.StatusForbidden, "AccessDenied", "Request has expired")
-	errNotYetValid  = newErr(http.StatusForbidden, "AccessDenied", "Request is not valid yet")
-	errInvalidRange = newErr(http.StatusRequestedRangeNotSatisfiable, "InvalidRange",
-		"The requested range is not satisfiable")
-	errPrecondition = newErr(http.StatusPreconditionFailed, "PreconditionFailed",
-		"At least one of the pre-conditions you specified did not hold")
+	errExpired            = newErr(http.StatusForbidden, "AccessDenied", "Request has expired")
+	errNotYetValid        = newErr(http.StatusForbidden, "AccessDenied", "Request is not valid yet")
+	errAnonymousOverrides = newErr(http.StatusBadRequest, "InvalidRequest",
+		"Request specific response headers cannot be used for anonymous GET requests.")
 	errNotImplemented = newErr(http.StatusNotImplemented, "NotImplemented",
 		"A header or query you provided implies functionality that is not implemented")
 )
 
+func errPreconditionOn(cond string) *apiError {
+	e := newErr(http.StatusPreconditionFailed, "PreconditionFailed",
+		"At least one of the pre-conditions you specified did not hold")
+	e.Condition = cond
+	return e
+}
+
+func errRangeNotSatisfiable(rng string, size int64) *apiError {
+	e := newErr(http.StatusRequestedRangeNotSatisfiable, "InvalidRange", "The requested range is not satisfiable")
+	e.RangeRequested, e.ActualObjectSize = rng, strconv.FormatInt(size, 10)
+	return e
+}
+
 func errMalformedAuth(msg string) *apiError {
 	return newErr(http.StatusBadRequest, "AuthorizationHeaderMalformed", msg)
+}
+
+func errQueryParams(msg string) *apiError {
+	return newErr(http.StatusBadRequest, "AuthorizationQueryParametersError", msg)
 }
 
 func errInvalidArgument(msg string) *apiError {
@@ -84,25 +104,26 @@ func mapErr(err error, t target) *apiError {
 }
 
 type errorBody struct {
-	XMLName   xml.Name `xml:"Error"`
-	Code      string
-	Message   string
-	Resource  string `xml:",omitempty"`
-	RequestID string `xml:"RequestId"`
+	XMLName          xml.Name `xml:"Error"`
+	Code             string
+	Message          string
+	Condition        string `xml:",omitempty"`
+	RangeRequested   string `xml:",omitempty"`
+	ActualObjectSize string `xml:",omitempty"`
+	Resource         string `xml:",omitempty"`
+	RequestID        string `xml:"RequestId"`
 }
 
 // writeErr sends e; HEAD responses carry no body, as in S3.
 func writeErr(w http.ResponseWriter, r *http.Request, e *apiError) {
 	h := w.Header()
-	h.Del("Content-Length")
-	h.Del("ETag")
-	h.Del("Last-Modified")
 	h.Set("Content-Type", "application/xml")
 	w.WriteHeader(e.Status)
 	if r.Method == http.MethodHead {
 		return
 	}
-	body := errorBody{Code: e.Code, Message: e.Message, Resource: r.URL.Path, RequestID: h.Get("x-amz-request-id")}
+	body := errorBody{Code: e.Code, Message: e.Message, Condition: e.Condition, RangeRequested: e.RangeRequested,
+		ActualObjectSize: e.ActualObjectSize, Resource: r.URL.Path, RequestID: h.Get("x-amz-request-id")}
 	w.Write([]byte(xml.Header))
 	xml.NewEncoder(w).Encode(body)
 }

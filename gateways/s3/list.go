@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/silt-io/silt/view"
 )
 
 const (
@@ -65,7 +63,7 @@ func (h *handler) listBuckets() {
 		}
 		after = page[len(page)-1].Name
 	}
-	writeXML(h.w, h.r, listBucketsResult{Owner: ownerXML{ID: "silt", DisplayName: "silt"}, Buckets: out})
+	writeXML(h.w, h.r, listBucketsResult{Owner: owner, Buckets: out})
 }
 
 type objectXML struct {
@@ -73,8 +71,13 @@ type objectXML struct {
 	LastModified string
 	ETag         string
 	Size         int64
+	Owner        *ownerXML `xml:",omitempty"`
 	StorageClass string
 }
+
+// owner is the owner S3 names for every bucket and object: silt has one
+// account, and objects are written by the tiering, not by principals.
+var owner = ownerXML{ID: "silt", DisplayName: "silt"}
 
 type prefixXML struct{ Prefix string }
 
@@ -104,20 +107,17 @@ func (h *handler) listObjects(bucket string) {
 	if !ok {
 		return
 	}
+	// S3 echoes the max-keys asked for but returns at most 1000 keys.
 	maxKeys := maxKeysCap
 	if s := q.Get("max-keys"); s != "" {
-		n, err := strconv.Atoi(s)
+		n, err := strconv.ParseInt(s, 10, 32)
 		if err != nil || n < 0 {
-			h.fail(errInvalidArgument("max-keys must be a non-negative integer"), targetBucket)
+			h.fail(errInvalidArgument("Argument maxKeys must be an integer between 0 and 2147483647"), targetBucket)
 			return
 		}
-		maxKeys = min(n, maxKeysCap)
+		maxKeys = int(n)
 	}
 	delim := q.Get("delimiter")
-	if delim != "" && delim != "/" {
-		h.fail(newErr(http.StatusNotImplemented, "NotImplemented", `only the delimiter "/" is supported`), targetBucket)
-		return
-	}
 	enc := q.Get("encoding-type")
 	if enc != "" && enc != "url" {
 		h.fail(errInvalidArgument(`encoding-type must be "url"`), targetBucket)
@@ -151,7 +151,8 @@ func (h *handler) listObjects(bucket string) {
 		res.Marker = &m
 	}
 
-	w := walker{h: h, prefix: prefix, start: start, delim: delim == "/", limit: maxKeys}
+	withOwner := !v2 || strings.EqualFold(q.Get("fetch-owner"), "true")
+	w := walker{h: h, prefix: prefix, start: skipRolledUp(start, prefix, delim), delim: delim, limit: min(maxKeys, maxKeysCap)}
 	err := w.run(dir)
 	if err != nil && !errors.Is(err, errStop) {
 		h.fail(err, targetBucket)
@@ -162,17 +163,24 @@ func (h *handler) listObjects(bucket string) {
 			res.CommonPrefixes = append(res.CommonPrefixes, prefixXML{Prefix: esc(it.key)})
 			continue
 		}
-		res.Contents = append(res.Contents, objectXML{
+		o := objectXML{
 			Key: esc(it.key), LastModified: it.fi.ModTime.UTC().Format(timeFormat),
 			ETag: quoteETag(it.fi.ETag), Size: it.fi.Size, StorageClass: "STANDARD",
-		})
+		}
+		if withOwner {
+			o.Owner = &owner
+		}
+		res.Contents = append(res.Contents, o)
 	}
 	res.IsTruncated = w.truncated
 	if w.truncated && len(w.items) > 0 {
 		last := w.items[len(w.items)-1].key
-		if v2 {
+		switch {
+		case v2:
 			res.NextContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(last))
-		} else {
+		case delim != "":
+			// Without a delimiter S3 leaves NextMarker out: the last key
+			// is the marker of the next page.
 			res.NextMarker = esc(last)
 		}
 	}
@@ -189,166 +197,4 @@ func quoteETag(etag string) string {
 		return ""
 	}
 	return `"` + etag + `"`
-}
-
-var errStop = errors.New("s3: listing page full")
-
-type listItem struct {
-	key      string
-	isPrefix bool
-	fi       view.FileInfo
-}
-
-// walker lists the keys of a bucket in S3 order (byte order of the whole
-// key) by walking the view one ReadDir page at a time, so that a listing
-// costs what it returns, not the size of the tree. Keys are only ever
-// greater than start and carry prefix.
-//
-// Byte order of keys is not the depth-first order of directory names: the
-// key "a/x" of a file in directory "a" sorts after the key "a-b" of a
-// sibling, because '-' and '.' sort before '/'. So a directory is held back
-// until the first sibling whose key sorts after the directory's key
-// ("a/"); such held-back directories always form a stack.
-type walker struct {
-	h         *handler
-	prefix    string
-	start     string
-	delim     bool
-	limit     int
-	items     []listItem
-	truncated bool
-}
-
-func (w *walker) add(it listItem) error {
-	if len(w.items) == w.limit {
-		w.truncated = true
-		return errStop
-	}
-	w.items = append(w.items, it)
-	return nil
-}
-
-// run descends directly to the directory the prefix's complete elements
-// name, then walks from there.
-func (w *walker) run(dir string) error {
-	base, rest := "", w.prefix
-	for {
-		el, more, ok := strings.Cut(rest, "/")
-		if !ok {
-			break
-		}
-		p := view.Join(dir, el)
-		fi, err := w.h.v.Stat(w.h.ctx(), p)
-		if err != nil || !fi.IsDir {
-			// Nothing under a missing, unreadable or file prefix: an empty
-			// listing, as a filtered listing would show.
-			if err == nil || errors.Is(err, view.ErrNotFound) || errors.Is(err, view.ErrPermission) {
-				return nil
-			}
-			return err
-		}
-		dir, base, rest = p, base+el+"/", more
-	}
-	if w.limit == 0 {
-		return nil
-	}
-	return w.walk(dir, base, rest)
-}
-
-// walk lists dir, whose children have keys base+name, keeping names that
-// start with namePrefix.
-func (w *walker) walk(dir, base, namePrefix string) error {
-	first := namePrefix
-	if strings.HasPrefix(w.start, base) {
-		nm, _, _ := strings.Cut(w.start[len(base):], "/")
-		// Directories named by a prefix of nm that is followed by a byte
-		// below '/' have keys after start; do not skip past them.
-		if j := strings.IndexFunc(nm, func(r rune) bool { return r < '/' }); j >= 0 {
-			nm = nm[:j]
-		}
-		first = max(first, nm)
-	}
-	after := before(first)
-	var pending []string // held-back directory names; the last has the smallest key
-	flush := func(upTo string, all bool) error {
-		for len(pending) > 0 {
-			d := pending[len(pending)-1]
-			if !all && base+d+"/" >= upTo {
-				return nil
-			}
-			pending = pending[:len(pending)-1]
-			if err := w.dir(dir, base, d); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for {
-		// A page need not be longer than what can still be returned (plus
-		// one, to learn whether the listing is truncated).
-		size := min(dirPageSize, w.limit-len(w.items)+1)
-		page, err := w.h.v.ReadDir(w.h.ctx(), dir, after, size)
-		if errors.Is(err, view.ErrNotFound) || errors.Is(err, view.ErrPermission) {
-			return nil // gone since its parent was listed, or hidden
-		}
-		if err != nil {
-			return err
-		}
-		for _, fi := range page {
-			if !strings.HasPrefix(fi.Name, namePrefix) {
-				if fi.Name > namePrefix {
-					return flush("", true)
-				}
-				continue
-			}
-			key := base + fi.Name
-			if fi.IsDir {
-				key += "/"
-			}
-			if err := flush(key, false); err != nil {
-				return err
-			}
-			if fi.IsDir {
-				pending = append(pending, fi.Name)
-			} else if key > w.start {
-				if err := w.add(listItem{key: key, fi: fi}); err != nil {
-					return err
-				}
-			}
-		}
-		if len(page) < size {
-			return flush("", true)
-		}
-		after = page[len(page)-1].Name
-	}
-}
-
-// dir handles child directory name of dir: a common prefix with the
-// delimiter, otherwise its keys.
-func (w *walker) dir(dir, base, name string) error {
-	key := base + name + "/"
-	if w.delim {
-		if key > w.start {
-			return w.add(listItem{key: key, isPrefix: true})
-		}
-		return nil
-	}
-	if key > w.start || strings.HasPrefix(w.start, key) {
-		return w.walk(view.Join(dir, name), key, "")
-	}
-	return nil
-}
-
-// before returns a name just below s for ReadDir's exclusive "after": the
-// last byte decremented and followed by 0xff. Valid names never contain
-// 0xff, so no name falls between the result and s.
-func before(s string) string {
-	if s == "" {
-		return ""
-	}
-	last := s[len(s)-1]
-	if last == 0 {
-		return s[:len(s)-1]
-	}
-	return s[:len(s)-1] + string([]byte{last - 1, 0xff})
 }

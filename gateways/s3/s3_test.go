@@ -54,7 +54,17 @@ func fixtureFiles() map[string][]byte {
 		files[p] = []byte("content of " + p)
 	}
 	files["/acme/clicks/segment=1/big.chunk"] = big
+	files["/acme/clicks/segment=2/empty.chunk"] = []byte{}
 	return files
+}
+
+// fixtureDirs are directories with no key under them: an empty segment, a
+// stream with no objects, and one whose only segment is empty. S3 has no
+// folders, so none of them may show up in a listing.
+var fixtureDirs = []string{
+	"/acme/clicks/segment=3",
+	"/acme/empty",
+	"/acme/hollow/segment=1",
 }
 
 type testEnv struct {
@@ -83,6 +93,7 @@ func newTestEnv(t *testing.T) *testEnv {
 		"alice": {"acme"},
 		"carol": {"other/logs"},
 		"bob":   nil,
+		"dave":  {"ghost/logs"}, // a grant in a tenant that does not exist
 	} {
 		if _, err := store.CreatePrincipal(name); err != nil {
 			t.Fatal(err)
@@ -101,7 +112,18 @@ func newTestEnv(t *testing.T) *testEnv {
 	if _, err := store.AddGrant(acl.Anonymous.Name, acl.Read, "pub"); err != nil {
 		t.Fatal(err)
 	}
-	mem := viewtest.NewMemView(viewtest.Fixture{Files: e.files}, mtime)
+	if _, err := store.CreatePrincipal("root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.AddGrant("root", acl.Admin, "*"); err != nil {
+		t.Fatal(err)
+	}
+	id, secret, err := store.IssueS3Key("root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.keys["root"] = [2]string{id, secret}
+	mem := viewtest.NewMemView(viewtest.Fixture{Files: e.files, Dirs: fixtureDirs}, mtime)
 	e.srv, err = New(DefaultConfig(), mem, store, store, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +204,7 @@ func reference(keys []string, prefix, delim, start string) []string {
 		item := k
 		if delim != "" {
 			if i := strings.Index(k[len(prefix):], delim); i >= 0 {
-				item = k[:len(prefix)+i+1]
+				item = k[:len(prefix)+i+len(delim)]
 			}
 		}
 		if item <= start || seen[item] {
@@ -207,9 +229,13 @@ func TestListObjectsV2(t *testing.T) {
 	}
 	sort.Strings(keys)
 	prefixes := []string{"", "c", "clicks", "clicks/", "clicks/segment=1/", "clicks/segment=2/000001.chunk", "nope/", "views/s"}
-	starts := []string{"", "clicks-x/segment=1/a", "clicks/", "clicks/segment=1/000002.chunk", "clicks.v2/"}
+	// Some starts are common prefixes of some delimiter, as the marker of
+	// a page that ended on one is.
+	starts := []string{"", "clicks-x/segment=1/a", "clicks/", "clicks/segment=1/000002.chunk", "clicks.v2/", "clicks/segment=", "clicks/segment=1/0"}
 	for _, prefix := range prefixes {
-		for _, delim := range []string{"", "/"} {
+		// S3 takes any delimiter string; "/" is the one the walker can
+		// answer from directories alone, the others roll keys up.
+		for _, delim := range []string{"", "/", "=", ".", "-", "seg", "1/0", "/s", "chunk"} {
 			for _, start := range starts {
 				for _, page := range []int32{1, 2, 1000} {
 					name := fmt.Sprintf("prefix=%q delim=%q start=%q page=%d", prefix, delim, start, page)

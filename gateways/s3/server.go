@@ -116,7 +116,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	h := &handler{s: s, v: acl.Wrap(s.view, s.authz, p), w: w, r: r}
+	h := &handler{s: s, v: acl.Wrap(s.view, s.authz, p), anonymous: p == acl.Anonymous, w: w, r: r}
 	bucket, key := s.route(r)
 	switch {
 	case bucket == "":
@@ -160,10 +160,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, t targe
 
 // handler serves one request through the principal's view.
 type handler struct {
-	s *Server
-	v view.View
-	w http.ResponseWriter
-	r *http.Request
+	s         *Server
+	v         view.View
+	anonymous bool // S3 refuses some parameters to unsigned requests
+	w         http.ResponseWriter
+	r         *http.Request
 }
 
 func (h *handler) fail(err error, t target) { h.s.fail(h.w, h.r, err, t) }
