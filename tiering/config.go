@@ -54,7 +54,7 @@ type S3Config struct {
 	// Static keys are for S3-compatible stores; on AWS the SDK's default
 	// chain (environment, shared config, web identity, IMDS) is better.
 	AccessKeyID     string `koanf:"access_key_id" help:"static access key id; empty means the AWS SDK's default credential chain"`
-	SecretAccessKey string `koanf:"secret_access_key" help:"static secret access key (prefer SILT_TIERING_S3_SECRET_ACCESS_KEY over a flag)"`
+	SecretAccessKey string `koanf:"secret_access_key" secret:"true" help:"static secret access key (prefer SILT_TIERING_S3_SECRET_ACCESS_KEY over a flag)"`
 	PathStyle       bool   `koanf:"path_style" help:"address the bucket in the path (http://host/bucket/key), as most S3-compatible stores need"`
 	// PartSize is where an upload switches to multipart: a chunk above it
 	// is streamed in parts of this size instead of buffered whole.

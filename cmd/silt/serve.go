@@ -64,7 +64,7 @@ type runtimeConfig struct {
 type authConfig struct {
 	InsecureDev   bool   `koanf:"insecure_dev" help:"DANGER: allow every request without a token (local experiments only)"`
 	RootPrincipal string `koanf:"root_principal" help:"principal created at first start with admin on everything"`
-	RootToken     string `koanf:"root_token" help:"secret the root principal accepts; empty: generate one into <core.dir>/root.token"`
+	RootToken     string `koanf:"root_token" secret:"true" help:"secret the root principal accepts; empty: generate one into <core.dir>/root.token"`
 	// SecretsKeyFile is apart from core.dir so that an operator can keep
 	// the key off the data dir's backups, which then hold no usable S3
 	// secret.

@@ -222,6 +222,11 @@ func (l *Loader) Load(environ []string) (*Loaded, error) {
 	}
 	errs = append(errs, l.applyEnv(work, env, envOrder, loaded.Sources)...)
 	errs = append(errs, l.applyFlags(work, loaded.Sources)...)
+	for _, f := range l.schema.fields {
+		if f.secret && getValue(f.leaf(work), f.kind) == Redacted {
+			errs = append(errs, fmt.Errorf("%s is %q, the placeholder --print-config writes for a secret: give the secret itself (in the file, by %s or by --%s)", f.key, Redacted, f.env, f.key))
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

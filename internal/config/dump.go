@@ -10,10 +10,16 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// Redacted is what Dump prints in place of a secret's value. Loading it
+// back is refused, so a printed config cannot silently replace a secret
+// with the placeholder.
+const Redacted = "<redacted>"
+
 // Dump renders target (a pointer to a config struct) as YAML using the koanf
 // key names, with each key's help as a comment. Loading the output as the
-// config file reproduces the struct exactly, which is what makes
-// `silt serve --print-config > silt.yaml` a safe way to start a config.
+// config file reproduces the struct exactly, but for secrets (keys tagged
+// `secret:"true"`), which are printed as Redacted: the output is shown on
+// terminals and pasted into issues, so it must not carry them.
 func Dump(target any) ([]byte, error) {
 	s, v, err := newSchema(target, DefaultEnvPrefix)
 	if err != nil {
@@ -38,7 +44,12 @@ func Dump(target any) ([]byte, error) {
 		}
 		kn := strNode(parts[len(parts)-1])
 		kn.HeadComment = f.help
-		sections[parent].Content = append(sections[parent].Content, kn, valueNode(f.kind, getValue(f.leaf(v), f.kind)))
+		vn := valueNode(f.kind, getValue(f.leaf(v), f.kind))
+		if f.secret && vn.Value != "" {
+			vn = strNode(Redacted)
+			kn.HeadComment += "\n(" + Redacted + ": set, but not printed; give it again here, by " + f.env + " or by --" + f.key + ")"
+		}
+		sections[parent].Content = append(sections[parent].Content, kn, vn)
 	}
 
 	var buf bytes.Buffer

@@ -48,11 +48,14 @@ func (k kind) String() string {
 
 // field is one leaf of the config tree.
 type field struct {
-	key   string // dotted koanf key, e.g. "api.max_inflight_bytes"
-	env   string // e.g. "SILT_API_MAX_INFLIGHT_BYTES"
-	help  string
-	kind  kind
-	index []int // reflect field index path from the root struct
+	key  string // dotted koanf key, e.g. "api.max_inflight_bytes"
+	env  string // e.g. "SILT_API_MAX_INFLIGHT_BYTES"
+	help string
+	kind kind
+	// secret fields (tag `secret:"true"`) are never printed: Dump writes
+	// Redacted in their place.
+	secret bool
+	index  []int // reflect field index path from the root struct
 }
 
 // schema is the flattened view of a config struct type.
@@ -150,6 +153,12 @@ func (s *schema) walk(t reflect.Type, prefix string, index []int, envPrefix stri
 			help:  sf.Tag.Get("help"),
 			kind:  k,
 			index: idx,
+		}
+		if sf.Tag.Get("secret") == "true" {
+			if k != kindString {
+				return fmt.Errorf("config: key %q: only string keys can be secret", key)
+			}
+			f.secret = true
 		}
 		if other, dup := s.byEnv[f.env]; dup {
 			return fmt.Errorf("config: keys %q and %q both map to environment variable %s", other.key, key, f.env)
