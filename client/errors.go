@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // APIError is an error answer from the server.
@@ -27,9 +28,19 @@ func (e *APIError) Error() string {
 	if e.Status != 0 {
 		s += fmt.Sprintf("%d ", e.Status)
 	}
-	s += e.Code
-	if e.Message != "" {
-		s += ": " + e.Message
+	// The server's messages for the common codes begin with the code in
+	// words ("not found: tenant …"); saying the code as well would say
+	// it twice.
+	words := strings.ReplaceAll(e.Code, "_", " ")
+	switch {
+	case e.Code == "":
+		s += e.Message
+	case e.Message == words || strings.HasPrefix(e.Message, words+":"):
+		s += e.Message
+	case e.Message == "":
+		s += e.Code
+	default:
+		s += e.Code + ": " + e.Message
 	}
 	if e.RequestID != "" {
 		s += " (request " + e.RequestID + ")"
