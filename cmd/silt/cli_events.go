@@ -307,8 +307,10 @@ beginning, or from a cursor, until interrupted. -o works as for silt read.`
 	}
 	fl := cmd.Flags()
 	cursor := fl.String("cursor", "", "resume from a `CURSOR` printed by an earlier read")
+	// --format is -o's old name, kept for scripts. Not pflag's
+	// MarkDeprecated: cobra prints its notice on stdout, into the events.
 	format := fl.String("format", "", "old name of -o")
-	fl.MarkDeprecated("format", "use -o")
+	fl.MarkHidden("format")
 	var (
 		segment            *string
 		from               *uint64
@@ -334,6 +336,7 @@ beginning, or from a cursor, until interrupted. -o works as for silt read.`
 			default:
 				return usageError{fmt.Errorf("--format %q: want text, json or raw", *format)}
 			}
+			fmt.Fprintf(a.stderr, "silt: --format is deprecated, use -o %s\n", *format)
 		}
 		tenant, stream, err := splitStream(args[0])
 		if err != nil {

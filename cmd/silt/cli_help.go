@@ -19,7 +19,7 @@ func (a *app) help(cmd *cobra.Command, w io.Writer) {
 	if desc == "" {
 		desc = cmd.Short
 	}
-	fmt.Fprintf(w, "%s\n\nUsage:\n  %s\n", strings.TrimSpace(desc), cmd.UseLine())
+	fmt.Fprintf(w, "%s\n\nUsage:\n  %s\n", strings.TrimSpace(desc), useLine(cmd))
 	if cmd.HasAvailableSubCommands() {
 		if len(cmd.Groups()) > 0 {
 			for _, g := range cmd.Groups() {
@@ -50,6 +50,17 @@ func (a *app) help(cmd *cobra.Command, w io.Writer) {
 	if cmd.HasAvailableSubCommands() {
 		fmt.Fprintf(w, "\nRun '%s ACTION --help' for an action's flags and examples.\n", cmd.CommandPath())
 	}
+}
+
+// useLine is how cmd is called. Cobra's UseLine mentions [flags] only
+// once the flags are parsed, which silt help VERB does not do.
+func useLine(cmd *cobra.Command) string {
+	rest := strings.TrimPrefix(cmd.Use, cmd.Name())
+	path := cmd.CommandPath()
+	if !cmd.HasParent() {
+		path = cmd.Name()
+	}
+	return path + rest + " [flags]"
 }
 
 func writeCommands(w io.Writer, cmd *cobra.Command, groupID string) {

@@ -200,7 +200,7 @@ func (a *app) helpCmd(root *cobra.Command) *cobra.Command {
 			if err != nil || c == nil || len(rest) > 0 {
 				return usageError{fmt.Errorf("no help for %q: unknown verb or action", strings.Join(args, " "))}
 			}
-			a.help(c, a.stdout)
+			c.HelpFunc()(c, nil)
 			return nil
 		},
 	}

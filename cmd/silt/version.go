@@ -25,9 +25,18 @@ type versionInfo struct {
 }
 
 func buildVersion() versionInfo {
-	v := versionInfo{Version: version, Commit: commit, Date: date, Go: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
-	if ok {
+	if !ok {
+		bi = nil
+	}
+	return versionOf(version, commit, date, bi)
+}
+
+// versionOf fills what the link did not set from the build information
+// (bi, nil if there is none).
+func versionOf(version, commit, date string, bi *debug.BuildInfo) versionInfo {
+	v := versionInfo{Version: version, Commit: commit, Date: date, Go: runtime.Version()}
+	if bi != nil {
 		if v.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			v.Version = bi.Main.Version // go install …@vX.Y.Z
 		}
