@@ -118,8 +118,8 @@ type siltServer struct {
 	// rootToken is the root token given with --auth.root_token, which
 	// leaves no token file.
 	rootToken string
-	cmd   *exec.Cmd
-	log   *bytes.Buffer
+	cmd       *exec.Cmd
+	log       *bytes.Buffer
 }
 
 // serveArgs are serve's flags for a server on free loopback ports.
