@@ -18,6 +18,14 @@ func TestAPIErrorText(t *testing.T) {
 			APIError{Status: 409, Code: "already_exists", Message: `already exists: tenant "acme"`},
 			`silt: 409 already exists: tenant "acme"`,
 		},
+		"message says the code in other words": {
+			APIError{Status: 401, Code: "unauthenticated", Message: "not authenticated: unknown or revoked token"},
+			"silt: 401 not authenticated: unknown or revoked token",
+		},
+		"acl's short invalid": {
+			APIError{Status: 400, Code: "invalid_argument", Message: "invalid: root token: want 32-512 characters"},
+			"silt: 400 invalid: root token: want 32-512 characters",
+		},
 		"message says something else": {
 			APIError{Status: 413, Code: "too_large", Message: "event 1 is 2000000 bytes; max_event_bytes is 1048576", RequestID: "r2"},
 			"silt: 413 too_large: event 1 is 2000000 bytes; max_event_bytes is 1048576 (request r2)",
