@@ -102,7 +102,7 @@ func defaultTokenFile() string { return filepath.Join("silt-data", rootTokenFile
 // from the environment and checks -o.
 func (a *app) resolveFlags(cmd *cobra.Command, _ []string) error {
 	fs := cmd.Flags()
-	if cmd.Annotations[annotLocal] != "" && cmd.Name() == "serve" {
+	if cmd.Name() == "serve" {
 		for _, f := range clientEnv {
 			if fs.Changed(f.name) {
 				return usageError{fmt.Errorf("--%s is a client flag; silt serve does not take it", f.name)}
@@ -305,12 +305,15 @@ func explain(err error) error {
 		return fmt.Errorf("%w\n  an admin can grant access: silt grant PRINCIPAL read|append|admin RESOURCE", err)
 	}
 	var (
-		apiErr  *client.APIError
-		unknown x509.UnknownAuthorityError
-		verify  *tls.CertificateVerificationError
+		apiErr   *client.APIError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		verify   *tls.CertificateVerificationError
 	)
 	switch {
 	case errors.As(err, &apiErr):
+	case errors.As(err, &hostname):
+		return fmt.Errorf("%w\n  the server's certificate is for other names: use one of them in --server (a CA file does not change that)", err)
 	case errors.As(err, &unknown), errors.As(err, &verify):
 		return fmt.Errorf("%w\n  the server's certificate is not trusted: give its CA with --ca-file FILE or SILT_CA_FILE (silt serve --dev-tls prints where its CA is)", err)
 	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):

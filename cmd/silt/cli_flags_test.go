@@ -320,12 +320,27 @@ func TestVersionFallback(t *testing.T) {
 }
 
 // A server whose certificate the CLI does not trust: the error says how
-// to trust it.
+// to trust it, or, when the certificate is trusted but for other names,
+// that a CA file will not help.
 func TestCLIUntrustedCertificate(t *testing.T) {
 	secure := newFakeAPI(t, true)
-	r := runSilt(t, invocation{args: []string{"tenant", "list", "--server", secure.URL, "--token", "silt_a"}})
-	if r.code != 1 || !strings.Contains(r.stderr, "--ca-file") || !strings.Contains(r.stderr, "SILT_CA_FILE") {
-		t.Fatalf("exit %d, stderr %q; want a hint at --ca-file and SILT_CA_FILE", r.code, r.stderr)
+	ca := caFile(t, secure.Server)
+	// httptest's certificate is for 127.0.0.1 and example.com, not
+	// localhost.
+	otherName := strings.Replace(secure.URL, "127.0.0.1", "localhost", 1)
+	for name, tc := range map[string]struct {
+		args      []string
+		want, not string
+	}{
+		"unknown CA":     {[]string{"--server", secure.URL}, "give its CA with --ca-file FILE or SILT_CA_FILE", "other names"},
+		"other hostname": {[]string{"--server", otherName, "--ca-file", ca}, "certificate is for other names", "give its CA"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runSilt(t, invocation{args: append([]string{"tenant", "list", "--token", "silt_a"}, tc.args...)})
+			if r.code != 1 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, tc.not) {
+				t.Fatalf("exit %d, stderr %q; want %q", r.code, r.stderr, tc.want)
+			}
+		})
 	}
 }
 

@@ -43,11 +43,14 @@ type Lock struct {
 }
 
 // Acquire takes the lock on the file at path, creating the file (0600) if
-// needed but not its directory, and writes this process's pid into it. It
+// needed but not its directory, and writes this process's pid into it; a
+// symlink at path is refused. It
 // does not wait: a lock held elsewhere, by this process too, gives a
 // *LockedError.
 func Acquire(path string) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	// Not through a symlink: whoever could plant one would have the
+	// file it names truncated and overwritten with a pid.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}

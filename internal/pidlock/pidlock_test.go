@@ -152,6 +152,22 @@ func TestAcquire(t *testing.T) {
 				t.Fatalf("Acquire with an empty lock file: %v", err)
 			}
 		},
+		"a symlink is not followed": func(t *testing.T, path string) {
+			victim := filepath.Join(filepath.Dir(path), "victim")
+			if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(victim, path); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := Acquire(path); err == nil {
+				l.Close()
+				t.Fatal("Acquire took a lock through a symlink")
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "precious" {
+				t.Fatalf("the symlink's target was changed to %q", b)
+			}
+		},
 		"missing directory": func(t *testing.T, path string) {
 			_, err := Acquire(filepath.Join(path, "nodir", "lock"))
 			if !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrLocked) {
