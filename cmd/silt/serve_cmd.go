@@ -218,6 +218,10 @@ func start(cfg *serveConfig, devTLS bool, stderr io.Writer, log *zap.Logger) (st
 			return st, fmt.Errorf("dev-tls: %w", err)
 		}
 		cfg.TLS.CertFile, cfg.TLS.KeyFile = tc.CertFile, tc.KeyFile
+		// Absolute, so that the command works from any directory.
+		if abs, err := filepath.Abs(caFile); err == nil {
+			caFile = abs
+		}
 		verb := "using"
 		if created {
 			verb = "generated"

@@ -115,8 +115,8 @@ for _ in $(seq 1 100); do
 done
 printed=$(grep -o 'silt --ca-file [^ ]*' "$TLSD/log" | head -1)
 check "cli: serve --dev-tls prints a silt --ca-file command" test -n "$printed"
-check "cli: the printed --ca-file command works, before the verb" \
-	sh -c "cd '$TLSD' && SILT_SERVER= SILT_TOKEN= '$SILT_BIN' ${printed#silt } --server https://127.0.0.1:$TLS_API tenant list"
+check "cli: the printed --ca-file command works, before the verb, from any directory" \
+	sh -c "cd / && SILT_SERVER= SILT_TOKEN= '$SILT_BIN' ${printed#silt } --server https://127.0.0.1:$TLS_API --token-file '$TLSD/silt-data/root.token' tenant list"
 kill "$TLS_PID" 2>/dev/null
 wait "$TLS_PID" 2>/dev/null
 rm -rf "$TLSD"
