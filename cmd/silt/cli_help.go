@@ -45,7 +45,7 @@ func (a *app) help(cmd *cobra.Command, w io.Writer) {
 		}
 	}
 	if cmd.Annotations[annotLocal] == "" {
-		fmt.Fprintf(w, "\nClient flags (before or after the verb; silt --help has more):\n%s", flagUsages(cmd.InheritedFlags(), nil))
+		fmt.Fprintf(w, "\nClient flags (before or after the verb):\n%s", flagUsages(cmd.InheritedFlags(), nil))
 	}
 	if cmd.HasAvailableSubCommands() {
 		fmt.Fprintf(w, "\nRun '%s ACTION --help' for an action's flags and examples.\n", cmd.CommandPath())
