@@ -7,8 +7,15 @@ export CGO_ENABLED := 0
 
 all: build
 
+# silt version prints these; a plain go build falls back to Go's own
+# build information (commit and its time).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/silt
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/silt
 
 # Start silt with embedded defaults: ./silt-data, API on 127.0.0.1:7070.
 run: build

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // APIError is an error answer from the server.
@@ -27,14 +28,45 @@ func (e *APIError) Error() string {
 	if e.Status != 0 {
 		s += fmt.Sprintf("%d ", e.Status)
 	}
-	s += e.Code
-	if e.Message != "" {
-		s += ": " + e.Message
+	// The server's messages begin with what the code says, in words
+	// ("not found: tenant …"); saying the code as well would say it
+	// twice.
+	switch {
+	case e.Code == "":
+		s += e.Message
+	case saysCode(e.Code, e.Message):
+		s += e.Message
+	case e.Message == "":
+		s += e.Code
+	default:
+		s += e.Code + ": " + e.Message
 	}
 	if e.RequestID != "" {
 		s += " (request " + e.RequestID + ")"
 	}
 	return s
+}
+
+// codeWords are how the server's messages say a code in words where
+// they are not the code's own words ("not_found": "not found").
+var codeWords = map[string][]string{
+	"unauthenticated":   {"not authenticated"},
+	"forbidden":         {"access denied"},
+	"invalid_argument":  {"invalid"},
+	"unavailable":       {"temporarily unavailable"},
+	"shutting_down":     {"store closed"},
+	"out_of_range":      {"offset out of range"},
+	"sequence_conflict": {"sequence already used"},
+}
+
+// saysCode reports whether msg begins by saying code.
+func saysCode(code, msg string) bool {
+	for _, w := range append([]string{strings.ReplaceAll(code, "_", " ")}, codeWords[code]...) {
+		if msg == w || strings.HasPrefix(msg, w+":") {
+			return true
+		}
+	}
+	return false
 }
 
 // Sentinels for errors.Is on an *APIError.

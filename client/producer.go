@@ -187,7 +187,7 @@ func (p *Producer) load(ctx context.Context) error {
 	if loaded {
 		return nil
 	}
-	st, err := p.c.GetStream(ctx, p.tenant, p.stream)
+	st, err := p.getStream(ctx)
 	if err != nil {
 		return err
 	}
@@ -211,6 +211,34 @@ func (p *Producer) load(ctx context.Context) error {
 		go q.run()
 	}
 	return nil
+}
+
+// getStream fetches the stream's segments, retrying transient failures
+// (a server not up yet refuses connections) for as long as a batch would
+// be retried: one request's own retries give up within a second, which
+// made a producer started just before its server fail at once.
+func (p *Producer) getStream(ctx context.Context) (Stream, error) {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		st, err := p.c.GetStream(ctx, p.tenant, p.stream)
+		if err == nil || !retryable(err) {
+			return st, err
+		}
+		wait := p.c.retry.delay(attempt)
+		if t := p.opts.DeliveryTimeout; t > 0 && time.Since(start)+wait > t {
+			return Stream{}, fmt.Errorf("%w (%s, %d attempts): %w", ErrDeliveryTimeout, t, attempt, err)
+		}
+		if p.opts.OnRetry != nil {
+			p.opts.OnRetry(err, attempt, wait)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return Stream{}, ctx.Err()
+		case <-p.abort.Done():
+			return Stream{}, fmt.Errorf("%w: %w", ErrProducerClosed, err)
+		}
+	}
 }
 
 // Send queues event for the segment that owns key (an empty key spreads

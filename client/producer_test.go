@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -354,5 +357,107 @@ func TestProducerDeliveryTimeout(t *testing.T) {
 	}
 	if _, err := c.NewProducer("acme", "logs", ProducerOptions{DeliveryTimeout: -1}); err == nil {
 		t.Fatal("negative delivery timeout accepted")
+	}
+}
+
+// A producer started before its server (or while it restarts) sees
+// connections refused while it fetches the stream's segments. That is
+// retried like a 503 until DeliveryTimeout: the producer delivers once the
+// server is up, and gives up with ErrDeliveryTimeout only after the
+// timeout, not after the few attempts of a single request.
+func TestProducerRetriesRefusedConnections(t *testing.T) {
+	for name, tc := range map[string]struct {
+		comesUp bool
+	}{
+		"server comes up":   {comesUp: true},
+		"server stays down": {comesUp: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newServer(t)
+			setup := s.client(t)
+			ctx := t.Context()
+			setup.CreateTenant(ctx, "acme", nil)
+			if _, err := setup.CreateStream(ctx, "acme", StreamSpec{Name: "logs"}); err != nil {
+				t.Fatal(err)
+			}
+			// A loopback address nothing listens on (yet): connections
+			// to it are refused.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			c, err := New("http://"+addr, WithToken(s.root), WithRetry(4, time.Millisecond, 10*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.CloseIdleConnections)
+			const upAfter = 5
+			var retries atomic.Int64
+			retried := make(chan struct{})
+			timeout := time.Minute // a hang stop, never reached when the server comes up
+			if !tc.comesUp {
+				timeout = 200 * time.Millisecond
+			}
+			p, err := c.NewProducer("acme", "logs", ProducerOptions{
+				DeliveryTimeout: timeout,
+				OnRetry: func(err error, attempt int, wait time.Duration) {
+					if retries.Add(1) == upAfter {
+						close(retried)
+					}
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type sent struct {
+				f   *Future
+				err error
+			}
+			done := make(chan sent, 1)
+			go func() {
+				f, err := p.Send(ctx, "", []byte("x"))
+				done <- sent{f, err}
+			}()
+			if !tc.comesUp {
+				r := <-done
+				if !errors.Is(r.err, ErrDeliveryTimeout) {
+					t.Fatalf("Send to a refusing address: %v, want ErrDeliveryTimeout", r.err)
+				}
+				if retries.Load() < upAfter {
+					t.Fatalf("gave up after %d retries; a request alone makes 4 attempts", retries.Load())
+				}
+				p.Close(ctx)
+				return
+			}
+			select {
+			case r := <-done:
+				t.Fatalf("Send returned before the server was up (%d retries): %v", retries.Load(), r.err)
+			case <-retried:
+			}
+			target, _ := url.Parse(s.ts.URL)
+			up, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := &http.Server{Handler: httputil.NewSingleHostReverseProxy(target)}
+			go proxy.Serve(up)
+			t.Cleanup(func() { proxy.Close() })
+			r := <-done
+			if r.err != nil {
+				t.Fatalf("Send after the server came up: %v", r.err)
+			}
+			if _, err := r.f.Wait(ctx); err != nil {
+				t.Fatalf("event after the server came up: %v", err)
+			}
+			if err := p.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b, err := setup.Read(ctx, "acme", "logs", ReadOptions{})
+			if err != nil || len(b.Events) != 1 {
+				t.Fatalf("read back: %v, %d events", err, len(b.Events))
+			}
+		})
 	}
 }

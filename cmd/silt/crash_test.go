@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	cleanupBinary()
+	os.Exit(code)
 }
 
 type child struct {

@@ -7,18 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/acl"
@@ -27,7 +23,6 @@ import (
 	"github.com/silt-io/silt/gateways/nfs"
 	"github.com/silt-io/silt/gateways/s3"
 	"github.com/silt-io/silt/gateways/webhdfs"
-	"github.com/silt-io/silt/internal/config"
 	"github.com/silt-io/silt/internal/datadir"
 	"github.com/silt-io/silt/internal/httpmetrics"
 	"github.com/silt-io/silt/internal/logging"
@@ -97,97 +92,14 @@ func (c serveConfig) Validate() error {
 	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate())
 }
 
-const serveUsage = `Usage: silt serve [flags]
-
-Runs the silt server: the segment engine, tiering, the native HTTP API\nand the read-only S3, NFSv3 and WebHDFS heads.
-With no flags it uses embedded defaults: data in ./silt-data, API on
-http://127.0.0.1:7070, S3 on http://127.0.0.1:9000, NFSv3 (+MOUNT) on 127.0.0.1:20490,
-WebHDFS on http://127.0.0.1:9870/webhdfs/v1, tier 2 in
-./silt-data/tier2, JSON logs on stderr. On first start it creates the
-principal "root" with admin rights and writes its token to
-./silt-data/root.token (the CLI picks it up from there).
-
-Every setting can also come from a YAML file (--config FILE or SILT_CONFIG)
-and from SILT_* environment variables; flags win over the environment, which
-wins over the file. --print-config shows the result as YAML, which can be
-used as a config file as it is.
-
-Flags:
-`
-
-func runServe(args []string, stdout, stderr io.Writer) error {
-	cfg := defaultServeConfig()
-	loader, err := config.NewLoader(&cfg)
-	if err != nil {
-		return err
-	}
-	fs := pflag.NewFlagSet("silt serve", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
-	printConfig := fs.Bool("print-config", false, "print the effective configuration as YAML and exit (status 2 if it is invalid)")
-	devTLS := fs.Bool("dev-tls", false, "generate a self-signed CA and server certificate into <core.dir>/tls and serve HTTPS with them")
-	if err := loader.RegisterFlags(fs); err != nil {
-		return err
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return usageError{config.FlagError(fs, err)}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q (silt serve takes only flags)", fs.Arg(0))}
-	}
-	if _, err := loader.Load(os.Environ()); err != nil {
-		return usageError{err}
-	}
-	if *printConfig {
-		out, err := config.Dump(&cfg)
-		if err != nil {
-			return err
-		}
-		if _, err := stdout.Write(out); err != nil {
-			return err
-		}
-		// The config is printed even when it is invalid, so that the
-		// user sees what was read, and the exit status says whether
-		// silt would start with it.
-		if err := cfg.Validate(); err != nil {
-			return usageError{fmt.Errorf("invalid configuration: %w", err)}
-		}
-		return nil
-	}
-	if *devTLS && !cfg.TLS.Enabled() {
-		tc, caFile, created, err := tlsconf.GenerateDev(filepath.Join(cfg.Core.Dir, "tls"), nil)
-		if err != nil {
-			return fmt.Errorf("dev-tls: %w", err)
-		}
-		cfg.TLS.CertFile, cfg.TLS.KeyFile = tc.CertFile, tc.KeyFile
-		verb := "using"
-		if created {
-			verb = "generated"
-		}
-		fmt.Fprintf(stderr, "dev-tls: %s a self-signed CA at %s\n  trust it with: silt --ca-file %s …   or   curl --cacert %s …\n", verb, caFile, caFile, caFile)
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageError{fmt.Errorf("invalid configuration: %w", err)}
-	}
-	log, err := logging.New(cfg.Log, stderr)
-	if err != nil {
-		return err
-	}
-	defer log.Sync()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return serve(ctx, cfg, log)
-}
-
-// serve runs the server until ctx is cancelled.
-func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
+// serve runs the server until ctx is cancelled, on what start took.
+func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) error {
+	defer st.close()
 	// The data dir is for silt's user alone; pebble and other libraries
 	// create files 0666 and leave it to the umask. Set before the check
 	// starts, so that it never sees a file in the moment between its
-	// creation and its narrowing.
+	// creation and its narrowing (start sets it too, before it creates
+	// the data dir).
 	datadir.RestrictUmask()
 	defer checkDataDir(ctx, cfg, log)()
 	if cfg.Run.GCPercent > 0 {
@@ -195,13 +107,6 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	}
 	if cfg.Run.MemoryLimitBytes > 0 {
 		debug.SetMemoryLimit(cfg.Run.MemoryLimitBytes)
-	}
-	if cfg.Run.PprofListen != "" {
-		stopPprof, err := servePprof(cfg.Run.PprofListen, log)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
 	}
 	store, err := core.Open(cfg.Core, log.Named("core"))
 	if err != nil {
@@ -289,35 +194,10 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 	}
 	s3srv.Wrap(func(h http.Handler) http.Handler { return headMetrics.Wrap("s3", h) })
 	hdfssrv.Wrap(func(h http.Handler) http.Handler { return headMetrics.Wrap("webhdfs", h) })
-	apiLn, err := net.Listen("tcp", cfg.API.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s (api.listen): %w", cfg.API.Listen, err)
-	}
-	s3Ln, err := net.Listen("tcp", cfg.S3.Listen)
-	if err != nil {
-		apiLn.Close()
-		return fmt.Errorf("listen on %s (s3.listen): %w", cfg.S3.Listen, err)
-	}
-	nfsLn, err := net.Listen("tcp", cfg.NFS.Listen)
-	if err != nil {
-		apiLn.Close()
-		s3Ln.Close()
-		return fmt.Errorf("listen on %s (nfs.listen): %w", cfg.NFS.Listen, err)
-	}
-	hdfsLn, err := net.Listen("tcp", cfg.HDFS.Listen)
-	if err != nil {
-		apiLn.Close()
-		s3Ln.Close()
-		nfsLn.Close()
-		return fmt.Errorf("listen on %s (webhdfs.listen): %w", cfg.HDFS.Listen, err)
-	}
+	apiLn, s3Ln, nfsLn, hdfsLn := st.api, st.s3, st.nfs, st.hdfs
 	// Every head admits connections within its caps (conns.go).
 	adm, err := newAdmission(reg, log)
 	if err != nil {
-		apiLn.Close()
-		s3Ln.Close()
-		nfsLn.Close()
-		hdfsLn.Close()
 		return err
 	}
 	apiLn = adm.wrap("api", cfg.API.Caps, apiLn)
