@@ -18,11 +18,17 @@ build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/silt
 
 # Start silt with embedded defaults: ./silt-data, API on 127.0.0.1:7070.
-run: build
+# The build is its own step so that a first run says why it is quiet.
+run:
+	@echo "building $(BIN) (the first build downloads modules and takes a minute or two)"
+	@$(MAKE) --no-print-directory build
 	./$(BIN) serve
 
 # The whole suite: vet, gofmt, Go tests (also under -race), then the
-# real-client conformance suites (which install their clients first).
+# real-client conformance suites (which install their clients first:
+# Debian packages with apt, Python tools into a private virtualenv and
+# Maven's jars into a cache, both under $SILT_CACHE, ~/.cache/silt by
+# default; see conformance/venv.sh).
 test: vet fmt go-test race conformance
 
 go-test:

@@ -102,13 +102,20 @@ func TestH1TransportContextCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-	start := time.Now()
-	_, err := hc.Do(req)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err %v, want the context's deadline", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("cancelled request returned after %v", d)
+	// The server answers only when the test ends, so the request can
+	// return before then only through its context.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := hc.Do(req)
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v, want the context's deadline", err)
+		}
+	case <-time.After(hangStop):
+		t.Fatal("the request outlived its context")
 	}
 }
 
@@ -160,10 +167,14 @@ func TestH1TransportCloseOfAnOpenStream(t *testing.T) {
 	if _, err := io.ReadFull(resp.Body, buf); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	resp.Body.Close()
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("Close of an open stream took %v", d)
+	// The stream ends only when the test does, so a Close that read it
+	// to its end would not return.
+	closed := make(chan error, 1)
+	go func() { closed <- resp.Body.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(hangStop):
+		t.Fatal("Close of an open stream waited for the stream's end")
 	}
 	resp, err = hc.Get(srv.URL)
 	if err != nil {
@@ -175,8 +186,15 @@ func TestH1TransportCloseOfAnOpenStream(t *testing.T) {
 	}
 }
 
+// hangStop bounds a wait that only a hung transport or server reaches;
+// it is never what a test checks.
+const hangStop = time.Minute
+
 // Connections pooled after a burst are closed once idle for idleTimeout,
 // though the pool is not used again; CloseIdleConnections closes the rest.
+// The test ages the pooled connections itself and runs the sweep the
+// timer would run, so that what expires does not depend on how fast the
+// machine serves the requests in between.
 func TestH1TransportClosesIdleConnections(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -197,7 +215,9 @@ func TestH1TransportClosesIdleConnections(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 	tr := newH1Transport(nil)
-	tr.idleTimeout = 200 * time.Millisecond
+	// Never reached by the timer during the test: the sweeps below are
+	// the test's own.
+	tr.idleTimeout = time.Hour
 	hc := &http.Client{Transport: tr}
 	get := func(q string) {
 		resp, err := hc.Get(srv.URL + q)
@@ -208,47 +228,72 @@ func TestH1TransportClosesIdleConnections(t *testing.T) {
 		io.ReadAll(resp.Body)
 		resp.Body.Close()
 	}
+	// age makes every pooled connection idle for d longer.
+	age := func(d time.Duration) {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for _, conns := range tr.idle {
+			for _, c := range conns {
+				c.since = c.since.Add(-d)
+			}
+		}
+	}
+	pool := func() (pooled int, sweeping bool) {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for _, conns := range tr.idle {
+			pooled += len(conns)
+		}
+		return pooled, tr.sweep != nil
+	}
+	waitClosed := func(want int64, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(hangStop); closed.Load() < want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d connections closed, want %d (opened %d)", what, closed.Load(), want, open.Load())
+			}
+		}
+	}
 	// A burst of 8 concurrent requests leaves 8 pooled connections.
 	done := make(chan struct{})
 	for range 8 {
 		go func() { get("?wait=1"); done <- struct{}{} }()
 	}
-	for open.Load() < 8 {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(hangStop); open.Load() < 8; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for the burst's 8 connections; %d opened", open.Load())
+		}
 	}
 	close(release)
 	for range 8 {
 		<-done
 	}
-	// Then one request at a time, faster than the timeout, for a while:
-	// it keeps reusing one connection, and the other seven expire.
-	deadline := time.Now().Add(4 * tr.idleTimeout)
-	for time.Now().Before(deadline) {
-		get("")
-		time.Sleep(tr.idleTimeout / 10)
+	if pooled, sweeping := pool(); pooled != 8 || !sweeping {
+		t.Fatalf("after the burst: %d pooled, sweep timer set %v; want 8 and set", pooled, sweeping)
 	}
-	if n := closed.Load(); n != 7 {
-		t.Fatalf("%d of the burst's connections closed while one stayed in use, want 7 (opened %d)", n, open.Load())
+	// Half the timeout on, one request reuses one connection; the other
+	// seven reach the timeout half a timeout later and are swept, while
+	// the one in use stays.
+	age(tr.idleTimeout / 2)
+	get("")
+	age(tr.idleTimeout / 2)
+	tr.sweepIdle()
+	waitClosed(7, "swept while one stayed in use")
+	if pooled, sweeping := pool(); pooled != 1 || !sweeping || open.Load() != 8 {
+		t.Fatalf("after the sweep: %d pooled, sweep timer set %v, %d opened; want 1, set, 8", pooled, sweeping, open.Load())
 	}
-	// Idle with no requests at all: the last one goes too.
-	for end := time.Now().Add(10 * tr.idleTimeout); closed.Load() < 8 && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := closed.Load(); n != 8 {
-		t.Fatalf("%d connections closed after the pool sat idle, want 8", n)
-	}
-	tr.mu.Lock()
-	pooled, sweeping := len(tr.idle), tr.sweep != nil
-	tr.mu.Unlock()
-	if pooled != 0 || sweeping {
+	// Idle with no requests at all: the last one goes too, and the timer
+	// is not rearmed for an empty pool.
+	age(tr.idleTimeout)
+	tr.sweepIdle()
+	waitClosed(8, "swept after the pool sat idle")
+	if pooled, sweeping := pool(); pooled != 0 || sweeping {
 		t.Fatalf("after the sweep: %d pool entries, timer set %v", pooled, sweeping)
 	}
 
 	get("")
 	hc.CloseIdleConnections()
-	for end := time.Now().Add(2 * time.Second); closed.Load() < 9 && time.Now().Before(end); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitClosed(9, "CloseIdleConnections")
 	if n := closed.Load(); n != 9 {
 		t.Fatalf("CloseIdleConnections: %d closed, want 9", n)
 	}

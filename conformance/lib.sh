@@ -3,6 +3,13 @@
 # assertion helpers. Sourced by run.sh and each suite.
 
 SILT_BIN=${SILT_BIN:-$PWD/bin/silt}
+
+# Downloads (Python tools, pip's and Maven's caches) go under SILT_CACHE;
+# see venv.sh. The virtualenv's bin leads this run's PATH only, so that
+# `aws`, `python3` and the rest are the suites' own, and nothing is added
+# to the PATH of the shell that started the run.
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
+PATH=$SILT_VENV/bin:$PATH
 PASS=0
 FAIL=0
 
@@ -97,16 +104,29 @@ need() {
 	fi
 }
 
-# need_pip CMD PKG: make sure CMD exists, installing PyPI package PKG if not.
+# need_pip CMD PKG: make sure the suites' virtualenv has command CMD,
+# installing PyPI package PKG into it if not. A CMD installed elsewhere
+# does not count: the suites run the virtualenv's, whatever the machine has.
 need_pip() {
-	command -v "$1" >/dev/null 2>&1 && return 0
-	echo "installing $2 (PyPI) for $1"
-	python3 -m pip install -q "$2" >/dev/null 2>&1 || true
+	[ -x "$SILT_VENV/bin/$1" ] && return 0
+	venv_install "$2"
 	hash -r
-	if ! command -v "$1" >/dev/null 2>&1; then
-		fail "cannot install $1 (PyPI package $2); the checks that need it did not run"
+	if [ ! -x "$SILT_VENV/bin/$1" ]; then
+		fail "cannot install $1 (PyPI package $2) into $SILT_VENV; the checks that need it did not run"
 		return 1
 	fi
+}
+
+# need_pymod MODULES PKG...: make sure the virtualenv's python3 imports
+# MODULES (space-separated), installing PyPI packages PKG... if not.
+# Whether it worked is for the caller to check (venv_has_module).
+need_pymod() {
+	local mods=$1
+	shift
+	# shellcheck disable=SC2086 # MODULES is a list
+	venv_has_module $mods && return 0
+	venv_install "$@"
+	hash -r
 }
 
 # start_minicluster [START_ARGS...]: starts a real single-datanode HDFS

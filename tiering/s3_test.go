@@ -35,17 +35,21 @@ type moto struct {
 }
 
 // startMoto starts moto_server on a free loopback port and stops it when
-// the test ends. Without moto (and no way to install it) the test is
+// the test ends. moto comes from the conformance suites' private
+// virtualenv (conformance/venv.sh installs it there once, never into the
+// user's Python). Without it (and no way to install it) the test is
 // skipped; conformance/suites/tier-s3.sh then fails in CI instead.
 func startMoto(t *testing.T) *moto {
 	t.Helper()
-	bin, err := exec.LookPath("moto_server")
+	out, err := exec.Command("bash", "../conformance/venv.sh", "moto_server", "moto[server]").Output()
 	if err != nil {
-		out, perr := exec.Command("python3", "-m", "pip", "install", "-q", "moto[server]").CombinedOutput()
-		if bin, err = exec.LookPath("moto_server"); err != nil {
-			t.Skipf("moto_server is not installed and `python3 -m pip install 'moto[server]'` failed (%v: %s); the S3 backend is not tested here", perr, bytes.TrimSpace(out))
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
 		}
+		t.Skipf("moto_server is not in the suites' virtualenv and could not be installed there (%v: %s); the S3 backend is not tested here", err, bytes.TrimSpace(stderr))
 	}
+	bin := string(bytes.TrimSpace(out))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -148,29 +148,27 @@ func countManifests(keys []string) int {
 	return n
 }
 
-// One segment's backlog uploads chunks_in_flight chunks at once.
+// One segment's backlog uploads chunks_in_flight chunks at once: eight
+// full chunks go in two rounds of four.
 func TestSegmentBacklogUploadsInParallel(t *testing.T) {
-	const delay = 100 * time.Millisecond
 	cfg := testConfig()
 	cfg.ChunksInFlight = 4
 	e := newEnv(t, cfg)
-	sb := &slowFinishBackend{Backend: e.fs, delay: delay}
-	e.be = sb
+	gb := newGatedFinishBackend(e.fs)
+	e.be = gb
 	e.restart()
 	e.createStream("acme", "s", core.EncodingFramed, 1)
 	evs := events("e", 80, 96) // 100 encoded bytes each: 8 full chunks
 	e.append("acme", "s", "0", evs...)
-	start := time.Now()
-	e.scan()
-	took := time.Since(start)
+	rounds := releaseInRounds(t, gb, 8, 4, e.scan)
 	if cs := e.chunks("acme", "s", "0"); len(cs) != 8 {
 		t.Fatalf("%d chunks after one pass, want 8", len(cs))
 	}
-	if got := int(sb.maxNow.Load()); got != 4 {
+	if got := int(gb.maxNow.Load()); got != 4 {
 		t.Fatalf("at most %d uploads at once, want 4", got)
 	}
-	if took < 2*delay || took > 5*delay {
-		t.Fatalf("pass took %v; want about 2 upload times (%v each)", took, delay)
+	if rounds != 2 {
+		t.Fatalf("%d rounds of uploads, want 2", rounds)
 	}
 	if got, want := e.tier2Bytes("acme", "s", "0"), encodeAll(core.EncodingFramed, evs); !bytes.Equal(got, want) {
 		t.Fatalf("tier 2 holds %d bytes, want %d", len(got), len(want))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -347,12 +348,14 @@ func TestStreamRecreatedAndDeleted(t *testing.T) {
 	}
 }
 
-// TestRunLoop runs the real goroutine and checks the lag ceiling and that
-// Close waits for it.
+// TestRunLoop runs the real goroutine on a stopped clock: an event short
+// of the seal age stays in tier 1 however many passes run, and is tiered
+// by the loop once the clock reaches the lag ceiling. Close waits for the
+// goroutine.
 func TestRunLoop(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	cfg := testConfig()
-	cfg.MaxLag, cfg.Interval = 400*time.Millisecond, 50*time.Millisecond
+	cfg.MaxLag, cfg.Interval = 400*time.Millisecond, 10*time.Millisecond
 	dir := t.TempDir()
 	store := openStore(t, dir+"/core")
 	defer store.Close()
@@ -360,31 +363,45 @@ func TestRunLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each pass over a segment with pending events reads the clock, so
+	// the reads count the passes.
+	clk := &clock{}
+	var reads atomic.Int64
+	now := func() time.Time { reads.Add(1); return clk.Now() }
+	before := time.Now()
+	clk.Set(before.Add(cfg.sealAge() - time.Millisecond))
 	reg := prometheus.NewRegistry()
-	tr, err := New(cfg, store, be, Options{Registerer: reg})
+	tr, err := New(cfg, store, be, Options{Registerer: reg, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tr.Close() // a failed check leaves no goroutine for goleak to report
 	ctx := context.Background()
 	store.CreateTenant(ctx, "acme", nil)
 	store.CreateStream(ctx, "acme", "s", core.StreamConfig{})
-	start := time.Now()
 	if _, err := store.Append(ctx, core.AppendRequest{Tenant: "acme", Stream: "s", Events: [][]byte{[]byte("hello")}}); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	after := time.Now()
+	waitFor := func(what string, done func() bool) {
+		t.Helper()
+		// Only a hung loop reaches this bound; a pass is milliseconds.
+		for deadline := time.Now().Add(time.Minute); !done(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	from := reads.Load()
+	waitFor("ten clock reads by the loop", func() bool { return reads.Load() >= from+10 })
+	if st, _ := tr.Status("acme", "s"); len(st.Segments) != 1 || st.Segments[0].Chunks != 0 {
+		t.Fatalf("tiered before the seal age: %+v", st)
+	}
+	clk.Set(after.Add(cfg.MaxLag - cfg.Interval))
+	waitFor("the loop to tier the event at the lag ceiling", func() bool {
 		st, _ := tr.Status("acme", "s")
-		if len(st.Segments) > 0 && st.Segments[0].Chunks == 1 {
-			break
-		}
-		if time.Since(start) > 5*cfg.MaxLag {
-			t.Fatalf("not tiered after %s: %+v", time.Since(start), st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if d := time.Since(start); d > cfg.MaxLag+cfg.Interval {
-		t.Logf("visible after %s (lag ceiling %s): machine slow?", d, cfg.MaxLag)
-	}
+		return len(st.Segments) > 0 && st.Segments[0].Chunks == 1
+	})
 	mfs, err := reg.Gather()
 	if err != nil || len(mfs) == 0 {
 		t.Fatalf("metrics: %d families, %v", len(mfs), err)

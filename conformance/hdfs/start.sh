@@ -14,12 +14,14 @@
 #   {"namenode":"127.0.0.1:N","webhdfs":"http://127.0.0.1:H/webhdfs/v1"}
 # Ports default to free ones (0); --block-size sets dfs.blocksize (Hadoop's
 # 128 MiB by default; tests use small blocks to cover multi-block files). The Hadoop jars come from Maven Central
-# through conformance/hdfs/pom.xml (cached in ~/.m2, copied to
+# through conformance/hdfs/pom.xml (cached in $SILT_CACHE/m2, see
+# conformance/venv.sh; copied to
 # conformance/hdfs/target/, which git ignores); the first run fetches and
 # compiles, later runs start at once. Suites use start_minicluster in
 # conformance/lib.sh, which wraps this.
 set -euo pipefail
 HD=$(cd "$(dirname "$0")" && pwd)
+source "$HD/../venv.sh"
 T=$HD/target
 V=3.4.1
 for tool in java javac mvn; do
@@ -28,7 +30,7 @@ done
 mkdir -p "$T/classes" "$T/conf"
 if [ ! -s "$T/lib/hadoop-client-minicluster-$V.jar" ] || [ ! -s "$T/lib/hadoop-client-runtime-$V.jar" ]; then
 	echo "minihdfs: fetching Hadoop $V minicluster jars (Maven Central)" >&2
-	if ! (cd "$HD" && mvn -q -B dependency:copy-dependencies -DoutputDirectory=target/lib >"$T/mvn.log" 2>&1); then
+	if ! (cd "$HD" && mvn -q -B "-Dmaven.repo.local=$SILT_M2" dependency:copy-dependencies -DoutputDirectory=target/lib >"$T/mvn.log" 2>&1); then
 		echo "minihdfs: mvn failed; see $T/mvn.log" >&2
 		exit 3
 	fi

@@ -4,7 +4,7 @@
 need_pip aws awscli || { fail "s3: aws CLI (PyPI awscli) is not available"; return; }
 need_pip s3cmd s3cmd || { fail "s3: s3cmd (PyPI) is not available"; return; }
 need rclone rclone || { fail "s3: rclone (Debian) is not available"; return; }
-python3 -c 'import boto3' 2>/dev/null || python3 -m pip install -q boto3 >/dev/null 2>&1
+need_pymod boto3 boto3
 
 start_silt --tiering.max_lag 400ms --tiering.interval 100ms
 
@@ -76,15 +76,32 @@ if AWS_SECRET_ACCESS_KEY=wrong "${AWS[@]}" s3 ls s3://acme/ 2>$CONF_TMP/s3-err; 
 	check "aws: wrong secret → SignatureDoesNotMatch" grep -q SignatureDoesNotMatch $CONF_TMP/s3-err
 fi
 
-# Debian's aws CLI v2 (/usr/bin/aws), which signs and downloads differently from
-# PyPI's v1 (CRC checksums, multipart-ranged GETs with If-Match).
-if [ ! -x /usr/bin/aws ]; then
-	echo "installing awscli (Debian) for /usr/bin/aws"
+# The aws CLI v2, which signs and downloads differently from PyPI's v1 (CRC
+# checksums, multipart-ranged GETs with If-Match). v2 is not on PyPI, and a
+# system-wide aws would sit on the user's PATH beside any they have, so the
+# suite does not install one on a developer's machine: it uses an aws v2 the
+# machine already has (Debian's awscli, or AWS's installer). CI machines are
+# thrown away after the run, so there (CI=true) Debian's awscli is installed.
+find_aws2() {
+	local a
+	while read -r a; do
+		[ "$a" = "$SILT_VENV/bin/aws" ] && continue
+		if "$a" --version 2>&1 | grep -q '^aws-cli/2'; then
+			echo "$a"
+			return 0
+		fi
+	done < <(type -ap aws)
+	return 1
+}
+AWS2_BIN=$(find_aws2)
+if [ -z "$AWS2_BIN" ] && [ "${CI:-}" = true ]; then
+	echo "installing awscli (Debian) for the aws CLI v2"
 	apt_install awscli
+	AWS2_BIN=$(find_aws2)
 fi
-if [ -x /usr/bin/aws ]; then
-	AWS2=(/usr/bin/aws --endpoint-url "$S3")
-	check "aws v2: ls" sh -c "/usr/bin/aws --endpoint-url $S3 s3 ls s3://acme/clicks/segment=0/ | grep -q '$key'"
+if [ -n "$AWS2_BIN" ]; then
+	AWS2=("$AWS2_BIN" --endpoint-url "$S3")
+	check "aws v2: ls" sh -c "$AWS2_BIN --endpoint-url $S3 s3 ls s3://acme/clicks/segment=0/ | grep -q '$key'"
 	rm -rf "$SILT_DATA/dl2"
 	check "aws v2: cp --recursive" "${AWS2[@]}" s3 cp --recursive s3://acme/clicks/ "$SILT_DATA/dl2" --quiet
 	expect_eq "aws v2: same files as v1" "$(cd "$SILT_DATA/dl2" && find . -type f | sort | xargs cat | md5sum)" "$(cd "$SILT_DATA/dl" && find . -type f | sort | xargs cat | md5sum)"
@@ -94,8 +111,10 @@ if [ -x /usr/bin/aws ]; then
 	if "${AWS2[@]}" s3 cp $CONF_TMP/s3-up s3://acme/clicks/new2.txt 2>$CONF_TMP/s3-err2; then fail "aws v2: upload refused"; else
 		check "aws v2: upload refused with AccessDenied" grep -q AccessDenied $CONF_TMP/s3-err2
 	fi
-else
+elif [ "${CI:-}" = true ]; then
 	fail "aws v2: Debian awscli could not be installed"
+else
+	echo "  note aws v2 checks not run: no aws CLI v2 on this machine (apt-get install awscli, then run again)"
 fi
 
 # s3cmd

@@ -2,7 +2,8 @@
 # WebHdfsFileSystem through FsShell (what `hadoop fs` runs) and a small Java
 # probe, fsspec's WebHDFS filesystem, and Spark reading the stream as JSON.
 # The Hadoop jars come from Maven Central through conformance/webhdfs/pom.xml
-# (cached in ~/.m2, copied to conformance/webhdfs/target/, which git ignores).
+# (cached in $SILT_CACHE/m2, copied to conformance/webhdfs/target/, which git
+# ignores); the Python clients live in the suites' virtualenv (venv.sh).
 #
 # Hadoop authenticates two ways here: the user.name simple mode (silt started
 # with --webhdfs.insecure_user_name, HADOOP_USER_NAME naming the principal) and
@@ -13,7 +14,7 @@
 need java default-jdk-headless || return
 need javac default-jdk-headless || return
 need mvn maven || return
-python3 -c 'import fsspec, requests' 2>/dev/null || python3 -m pip install -q fsspec requests >/dev/null 2>&1
+need_pymod "fsspec requests" fsspec requests
 
 WH_DIR=$PWD/conformance/webhdfs
 WH_T=$WH_DIR/target
@@ -21,7 +22,7 @@ mkdir -p "$WH_T/conf" "$WH_T/classes"
 if [ ! -s "$WH_T/lib/hadoop-client-api-3.4.1.jar" ] || [ ! -s "$WH_T/lib/hadoop-client-runtime-3.4.1.jar" ] ||
 	[ ! -s "$WH_T/lib/bcprov-jdk18on-1.78.1.jar" ]; then
 	echo "  fetching Hadoop client jars (Maven Central)"
-	if ! (cd "$WH_DIR" && mvn -q -B dependency:copy-dependencies -DoutputDirectory=target/lib >"$WH_T/mvn.log" 2>&1); then
+	if ! (cd "$WH_DIR" && mvn -q -B "-Dmaven.repo.local=$SILT_M2" dependency:copy-dependencies -DoutputDirectory=target/lib >"$WH_T/mvn.log" 2>&1); then
 		fail "webhdfs: fetch Hadoop client jars (see $WH_T/mvn.log)"
 		return
 	fi
@@ -280,9 +281,9 @@ cat >"$CT_CONF/contract-test-options.xml" <<XML
   <property><name>silt.contract.seekfile</name><value>/contract/fixtures/$CT_DIR/$ct_chunk</value></property>
 </configuration>
 XML
-CT_MVN=(mvn -B -q -f "$PWD/conformance/webhdfs/contract/pom.xml" "-Dsilt.contract.conf=$CT_CONF" test)
+CT_MVN=(mvn -B -q "-Dmaven.repo.local=$SILT_M2" -f "$PWD/conformance/webhdfs/contract/pom.xml" "-Dsilt.contract.conf=$CT_CONF" test)
 rm -rf conformance/webhdfs/contract/target/surefire-reports
-# Offline once ~/.m2 has the test jars; online the first time.
+# Offline once $SILT_M2 has the test jars; online the first time.
 HADOOP_USER_NAME=root "${CT_MVN[@]}" -o >"$CONF_TMP/contract.log" 2>&1 ||
 	[ -d conformance/webhdfs/contract/target/surefire-reports ] ||
 	HADOOP_USER_NAME=root "${CT_MVN[@]}" >"$CONF_TMP/contract.log" 2>&1
@@ -321,8 +322,8 @@ else
 fi
 
 # --- HdfsCLI (PyPI hdfs) ---------------------------------------------------------
-python3 -c 'import hdfs' 2>/dev/null || python3 -m pip install -q hdfs >/dev/null 2>&1
-if ! python3 -c 'import hdfs' 2>/dev/null; then
+need_pymod hdfs hdfs
+if ! venv_has_module hdfs; then
 	fail "hdfscli: cannot install hdfs (PyPI)"
 else
 	check "hdfscli: list, status and read match the native read; a write fails" python3 - "$HDFS" "$WD" <<'PY'
@@ -416,8 +417,8 @@ PY
 # --- Spark ---------------------------------------------------------------------
 # pyspark 3.5 bundles the Hadoop 3.3 client (pyspark 4's Hadoop lacks a shaded
 # jersey class WebHDFS needs). Skipped, with a note, where it cannot be installed.
-python3 -c 'import pyspark' 2>/dev/null || python3 -m pip install -q 'pyspark==3.5.5' >/dev/null 2>&1
-if ! python3 -c 'import pyspark' 2>/dev/null; then
+need_pymod pyspark 'pyspark==3.5.5'
+if ! venv_has_module pyspark; then
 	fail "spark: cannot install pyspark 3.5.5 (PyPI)"
 else
 	check "spark: read.json counts 3000 rows with a segment column; read.text gives the same 3000 lines" env HADOOP_USER_NAME=root python3 - "$W" <<'PY'

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // TestConcurrentProducersAndFollowers runs 16 producers and 4 follow
@@ -69,7 +68,7 @@ func TestConcurrentProducersAndFollowers(t *testing.T) {
 	for i, f := range fs {
 		next := map[string]int{}
 		for n := 0; n < total; n++ {
-			l := f.nextEvent(t, 10*time.Second)
+			l := f.nextEvent(t, hangStop)
 			prod, seq, _ := strings.Cut(string(l.Data), ":")
 			k, _ := strconv.Atoi(seq)
 			if k != next[prod] {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -229,11 +230,12 @@ func TestH1Timeouts(t *testing.T) {
 					t.Fatal(err)
 				}
 				io.WriteString(conn, raw)
-				conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-				start := time.Now()
-				io.Copy(io.Discard, conn) // until the server closes
-				if took := time.Since(start); took > 3*time.Second {
-					t.Errorf("%s: connection open for %v", what, took)
+				// The client's deadline only stops a server that never
+				// closes: what is checked is who ended the connection.
+				conn.SetReadDeadline(time.Now().Add(time.Minute))
+				_, err = io.Copy(io.Discard, conn) // until the server closes
+				if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+					t.Errorf("%s: connection not closed by the server: %v", what, err)
 				}
 				conn.Close()
 			}
@@ -259,7 +261,7 @@ func TestH1FollowEndsWhenClientLeaves(t *testing.T) {
 		}
 		cancel()
 		resp.Body.Close()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(hangStop)
 		route := "GET /v1/tenants/{tenant}/streams/{stream}/events"
 		for metricValue(t, e.srv.met.requests.WithLabelValues(route, "200")) < 1 {
 			if time.Now().After(deadline) {

@@ -100,11 +100,39 @@ func TestServeSurvivesEMFILE(t *testing.T) {
 	}
 }
 
-// limited serves a Server over e's view (slowed by delay per read) with
-// cfg on a connlimit listener of the given caps.
-func limited(t *testing.T, e *env, cfg Config, delay time.Duration, lim connlimit.Limits) (*connlimit.Listener, *slowView, *prometheus.Registry) {
+// limited serves a Server over e's view (each read held for at least
+// delay) with cfg on a connlimit listener of the given caps.
+func limited(t *testing.T, e *env, cfg Config, delay time.Duration, lim connlimit.Limits) (*connlimit.Listener, *gatedView, *prometheus.Registry) {
 	t.Helper()
-	sv := &slowView{View: e.mem, delay: delay}
+	sv := newGatedView(e.mem)
+	if delay <= 0 {
+		sv.open.Store(true)
+	} else {
+		// Reads are held, not timed: a slower machine only holds them
+		// longer, which is what these tests need (a connection that
+		// stays busy past its idle timeout).
+		stop := make(chan struct{})
+		t.Cleanup(func() { close(stop); sv.open.Store(true) })
+		go func() {
+			for {
+				select {
+				case r := <-sv.arrived:
+					go func() {
+						select {
+						case <-time.After(delay):
+						case <-stop:
+						}
+						close(r)
+					}()
+				case <-stop:
+					for len(sv.arrived) > 0 {
+						close(<-sv.arrived)
+					}
+					return
+				}
+			}
+		}()
+	}
 	srv, err := New(cfg, sv, e.store, testKey, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -16,55 +16,107 @@ import (
 	"github.com/silt-io/silt/view"
 )
 
-// slowView is a fault-injection wrapper: every ReadAt of a file it opens
-// takes delay, and it records how many were in progress at once.
-type slowView struct {
+// gatedView is a fault-injection wrapper: every ReadAt of a file it opens
+// is held until the test releases it, and it records how many were held at
+// once. Holding reads, rather than sleeping in them, lets a test count
+// what overlapped however slow the machine is.
+type gatedView struct {
 	view.View
-	delay         time.Duration
+	arrived       chan chan struct{}
 	inflight, max atomic.Int64
+	// open lets every read through once a test has failed, so that the
+	// reads it started still end.
+	open atomic.Bool
 }
 
-func (s *slowView) Open(ctx context.Context, p string) (view.File, error) {
-	f, err := s.View.Open(ctx, p)
+func newGatedView(v view.View) *gatedView {
+	return &gatedView{View: v, arrived: make(chan chan struct{}, 64)}
+}
+
+func (g *gatedView) Open(ctx context.Context, p string) (view.File, error) {
+	f, err := g.View.Open(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return slowFile{f, s}, nil
+	return gatedFile{f, g}, nil
 }
 
-type slowFile struct {
+type gatedFile struct {
 	view.File
-	s *slowView
+	g *gatedView
 }
 
-func (f slowFile) ReadAt(b []byte, off int64) (int, error) {
-	n := f.s.inflight.Add(1)
-	defer f.s.inflight.Add(-1)
+func (f gatedFile) ReadAt(b []byte, off int64) (int, error) {
+	n := f.g.inflight.Add(1)
 	for {
-		m := f.s.max.Load()
-		if n <= m || f.s.max.CompareAndSwap(m, n) {
+		m := f.g.max.Load()
+		if n <= m || f.g.max.CompareAndSwap(m, n) {
 			break
 		}
 	}
-	time.Sleep(f.s.delay)
+	if !f.g.open.Load() {
+		release := make(chan struct{})
+		f.g.arrived <- release
+		<-release
+	}
+	f.g.inflight.Add(-1)
 	return f.File.ReadAt(b, off)
+}
+
+// hangStop bounds a wait that only a hung server reaches; it is never
+// what a test checks.
+const hangStop = time.Minute
+
+// releaseInRounds lets total reads through in rounds: each round waits
+// until perRound reads are held in the view at once, then releases them
+// together. Its channel yields nil when all went, or why not; on failure
+// the gate opens, so the reads still end.
+func releaseInRounds(g *gatedView, total, perRound int) <-chan error {
+	res := make(chan error, 1)
+	go func() {
+		for released := 0; released < total; {
+			want := min(perRound, total-released)
+			held := make([]chan struct{}, 0, want)
+			timeout := time.After(hangStop)
+			for len(held) < want {
+				select {
+				case r := <-g.arrived:
+					held = append(held, r)
+				case <-timeout:
+					g.open.Store(true)
+					for _, r := range held {
+						close(r)
+					}
+					for len(g.arrived) > 0 {
+						close(<-g.arrived)
+					}
+					res <- fmt.Errorf("timed out waiting for %d READs in the view at once; %d arrived (%d released before)", want, len(held), released)
+					return
+				}
+			}
+			for _, r := range held {
+				close(r)
+			}
+			released += want
+		}
+		res <- nil
+	}()
+	return res
 }
 
 // pipelinedReads reads 8 different ranges of bigChunk concurrently over
 // one mount (one TCP connection: the Go client multiplexes calls on it by
-// xid) and returns how long that took.
-func pipelinedReads(t *testing.T, addr string, want []byte) time.Duration {
+// xid); each is one READ call.
+func pipelinedReads(t *testing.T, addr string, want []byte) {
 	t.Helper()
 	tgt := mustMount(t, addr, "/")
 	f, err := tgt.Open(bigChunk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const readers = 8
 	var wg sync.WaitGroup
-	errs := make(chan string, readers)
-	start := time.Now()
-	for i := range readers {
+	errs := make(chan string, pipelinedReaders)
+	for i := range pipelinedReaders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -81,35 +133,41 @@ func pipelinedReads(t *testing.T, addr string, want []byte) time.Duration {
 	for e := range errs {
 		t.Fatal(e)
 	}
-	return time.Since(start)
 }
 
+const pipelinedReaders = 8
+
+// Served one at a time, the 8 pipelined READs would never be in the view
+// together.
 func TestConcurrentReadsOneConnection(t *testing.T) {
-	const delay = 300 * time.Millisecond
 	e := newEnv(t)
-	sv := &slowView{View: e.mem, delay: delay}
-	addr, _ := serveView(t, rootConfig(), sv)
-	took := pipelinedReads(t, addr, e.files[bigChunk])
-	// Served one at a time, 8 reads would take 8 delays.
-	if took > 3*delay || sv.max.Load() < 8 {
-		t.Fatalf("8 pipelined READs took %v with at most %d in the view at once; want about one delay (%v) with 8 at once",
-			took, sv.max.Load(), delay)
+	g := newGatedView(e.mem)
+	addr, _ := serveView(t, rootConfig(), g)
+	rounds := releaseInRounds(g, pipelinedReaders, pipelinedReaders)
+	pipelinedReads(t, addr, e.files[bigChunk])
+	if err := <-rounds; err != nil {
+		t.Fatal(err)
+	}
+	if got := g.max.Load(); got != pipelinedReaders {
+		t.Fatalf("at most %d READs in the view at once, want %d", got, pipelinedReaders)
 	}
 }
 
+// With max_inflight 2, the 8 pipelined READs reach the view two at a
+// time.
 func TestInflightBound(t *testing.T) {
-	const delay = 150 * time.Millisecond
 	e := newEnv(t)
-	sv := &slowView{View: e.mem, delay: delay}
+	g := newGatedView(e.mem)
 	cfg := rootConfig()
 	cfg.MaxInflight = 2
-	addr, _ := serveView(t, cfg, sv)
-	took := pipelinedReads(t, addr, e.files[bigChunk])
-	if got := sv.max.Load(); got != 2 {
-		t.Fatalf("%d requests in the view at once, want the bound 2", got)
+	addr, _ := serveView(t, cfg, g)
+	rounds := releaseInRounds(g, pipelinedReaders, 2)
+	pipelinedReads(t, addr, e.files[bigChunk])
+	if err := <-rounds; err != nil {
+		t.Fatal(err)
 	}
-	if took < 4*delay-delay/2 {
-		t.Fatalf("8 READs, 2 at a time, took %v; want at least 4 delays (%v)", took, 4*delay)
+	if got := g.max.Load(); got != 2 {
+		t.Fatalf("%d requests in the view at once, want the bound 2", got)
 	}
 }
 

@@ -40,7 +40,7 @@ func TestMetrics(t *testing.T) {
 	// a moment before the count moves. READs run beside the connection's
 	// other calls, so the LOOKUP after the READ may be counted first: wait
 	// for both.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(hangStop)
 	for (testutil.ToFloat64(srv.met.failed.WithLabelValues("nfs.LOOKUP")) < 1 ||
 		testutil.ToFloat64(srv.met.requests.WithLabelValues("nfs.READ")) < 1) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)

@@ -18,9 +18,10 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
+	release, arrived := make(chan struct{}), make(chan struct{})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
+			close(arrived)
 			<-release
 		}
 		io.WriteString(w, "ok")
@@ -46,7 +47,14 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 		resp.Body.Close()
 		slow <- string(b)
 	}()
-	time.Sleep(50 * time.Millisecond)
+	// Shutdown must begin while the request is in flight.
+	select {
+	case <-arrived:
+	case got := <-slow:
+		t.Fatalf("slow request ended before shutdown: %q", got)
+	case <-time.After(time.Minute):
+		t.Fatal("timed out waiting for the slow request to reach the handler")
+	}
 	cancel()
 	<-hooked
 	close(release) // the in-flight request finishes during the grace period
