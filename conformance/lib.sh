@@ -47,7 +47,15 @@ PY
 # start_silt [FLAGS]: starts silt in a new data dir; sets SILT_DATA, API, S3, SILT_PID,
 # and exports SILT_SERVER / SILT_TOKEN for the CLI.
 start_silt() {
-	SILT_DATA=$(mktemp -d /tmp/silt-conf.XXXXXX)
+	start_silt_in "$(mktemp -d /tmp/silt-conf.XXXXXX)" "$@"
+}
+
+# start_silt_in DIR [FLAGS]: start_silt with SILT_DATA=DIR, which exists and
+# may already hold a data dir (DIR/data: a restart, or a small filesystem
+# mounted there).
+start_silt_in() {
+	SILT_DATA=$1
+	shift
 	read -r API_PORT S3_PORT NFS_PORT HDFS_PORT <<<"$(free_ports 4)"
 	API="http://127.0.0.1:$API_PORT"
 	S3="http://127.0.0.1:$S3_PORT"
@@ -62,8 +70,10 @@ start_silt() {
 		sleep 0.1
 	done
 	if ! curl -fsS "$API/readyz" >/dev/null 2>&1; then
-		echo "silt did not start; its log:"
-		cat "$SILT_DATA/silt.log"
+		# A server that does not start is a failure of the suite that
+		# needed it, never a silent skip of its checks.
+		fail "silt serve did not start (flags: $*); its log:"
+		sed 's/^/       /' "$SILT_DATA/silt.log"
 		return 1
 	fi
 	export SILT_SERVER=$API
