@@ -14,9 +14,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -241,7 +243,10 @@ func throughput(dir string, size int64, withProfile bool) (roundResult, error) {
 	// within a round (it has a write budget that runs down), so one copy
 	// can land in a slow stretch the tiering did not see, or the other
 	// way round.
-	isChunk := func(p string) bool { return !strings.HasPrefix(filepath.Base(p), "_") }
+	isChunk := func(p string) bool {
+		base := filepath.Base(p)
+		return !strings.HasPrefix(base, "_") && !strings.HasPrefix(base, ".")
+	}
 	copied2, after, err := copyFiles(tcfg.FS.Dir, filepath.Join(dir, "copy-after"), tcfg.MaxChunkBytes, isChunk)
 	if err != nil {
 		return roundResult{}, err
@@ -259,6 +264,12 @@ func throughput(dir string, size int64, withProfile bool) (roundResult, error) {
 func copyFiles(src, dst string, chunk int64, match func(string) bool) (int64, time.Duration, error) {
 	var files []string
 	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		// The tierer still runs while tier 2 is copied: a manifest's
+		// temp file can be renamed away between the listing and its
+		// stat. It is not a chunk; skip it.
+		if errors.Is(err, fs.ErrNotExist) && p != src {
+			return nil
+		}
 		if err == nil && !info.IsDir() && match(p) {
 			files = append(files, p)
 		}
