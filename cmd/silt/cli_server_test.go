@@ -246,7 +246,9 @@ func (s *siltServer) onTerminal(t *testing.T, input string, args ...string) (int
 	done := make(chan struct{})
 	go func() { io.Copy(&out, tty); close(done) }()
 	err = cmd.Wait()
-	tty.Close()
+	// The copy ends with EIO once the child's side of the terminal is
+	// closed and its output drained; closing ours first could drop output
+	// the copy had not read yet.
 	<-done
 	code := 0
 	var ee *exec.ExitError

@@ -120,7 +120,8 @@ func capFlags(max, perClient int) []string {
 
 type limitedServer struct {
 	cmd                  *exec.Cmd
-	exited               chan error
+	exited               chan struct{} // closed when the child has exited
+	exitErr              error         // its exit, once exited is closed
 	dir                  string
 	api, s3, nfs, hdfs   string
 	token, keyID, secret string
@@ -128,7 +129,26 @@ type limitedServer struct {
 
 // startLimited starts the server child under `ulimit -n nofile` (soft and
 // hard, so that the server cannot raise it) and waits until it serves.
+// The free ports it picks can be taken by another test process before the
+// child binds them; the start is then tried again on other ports.
 func startLimited(t *testing.T, nofile int, flags []string) *limitedServer {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s, stderr, err := tryStartLimited(t, nofile, flags)
+		if err == nil {
+			return s
+		}
+		if attempt < 3 && strings.Contains(stderr, "address already in use") {
+			t.Logf("start %d: %v (%s); trying other ports", attempt, err, strings.TrimSpace(stderr))
+			continue
+		}
+		t.Fatalf("server child exited before serving: %v; stderr: %s", err, stderr)
+	}
+}
+
+// tryStartLimited returns the child's stderr and its exit when it stops
+// before serving.
+func tryStartLimited(t *testing.T, nofile int, flags []string) (*limitedServer, string, error) {
 	t.Helper()
 	s := &limitedServer{dir: t.TempDir(), api: freeAddr(t), s3: freeAddr(t), nfs: freeAddr(t), hdfs: freeAddr(t)}
 	args := []string{"-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(nofile), os.Args[0], "-test.run=^$", "--",
@@ -139,20 +159,21 @@ func startLimited(t *testing.T, nofile int, flags []string) *limitedServer {
 		"--nfs.exports", "path=/;principal=root;allow=127.0.0.0/8"}
 	s.cmd = exec.Command("sh", append(args, flags...)...)
 	s.cmd.Env = append(os.Environ(), "SILT_TEST_CHILD=1")
-	s.cmd.Stderr = os.Stderr
+	var stderr syncBuffer
+	s.cmd.Stderr = io.MultiWriter(os.Stderr, &stderr)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s.exited = make(chan error, 1)
-	go func() { s.exited <- s.cmd.Wait() }()
+	s.exited = make(chan struct{})
+	go func() { s.exitErr = s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() {
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		<-s.exited
 	})
 	for {
 		select {
-		case err := <-s.exited:
-			t.Fatalf("server child exited before serving: %v", err)
+		case <-s.exited:
+			return nil, stderr.String(), s.exitErr
 		default:
 		}
 		if resp, err := http.Get("http://" + s.api + "/readyz"); err == nil {
@@ -183,7 +204,26 @@ func startLimited(t *testing.T, nofile int, flags []string) *limitedServer {
 		t.Fatalf("issue an S3 key: %d, %v", resp.StatusCode, err)
 	}
 	s.keyID, s.secret = key.ID, key.Secret
-	return s
+	return s, "", nil
+}
+
+// syncBuffer is a bytes.Buffer the child's output copier and the test can
+// share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func (s *limitedServer) heads() []string { return []string{s.api, s.s3, s.nfs, s.hdfs} }
@@ -200,8 +240,8 @@ func (s *limitedServer) fds(t *testing.T) int {
 func (s *limitedServer) alive(t *testing.T) {
 	t.Helper()
 	select {
-	case err := <-s.exited:
-		t.Fatalf("the server exited: %v", err)
+	case <-s.exited:
+		t.Fatalf("the server exited: %v", s.exitErr)
 	default:
 	}
 }
