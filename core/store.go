@@ -75,6 +75,8 @@ type Store struct {
 	log *zap.Logger
 	fs  vfs.FS
 	cat *catalog.Catalog
+	// activity holds the segments that may have events not yet in tier 2.
+	activity *Activity
 
 	mu struct {
 		sync.RWMutex
@@ -121,7 +123,7 @@ func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat}
+	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity()}
 	s.mu.tenants = map[string]Tenant{}
 	s.mu.streams = map[string]*stream{}
 	if err := s.load(); err != nil {
@@ -194,7 +196,9 @@ func (s *Store) load() error {
 func (s *Store) openStream(r streamRecord) (*stream, error) {
 	st := &stream{rec: r}
 	for _, seg := range r.Segments {
+		ref := SegmentRef{Tenant: r.Tenant, Stream: r.Name, Segment: seg.ID, Incarnation: r.Created.UnixNano()}
 		l, err := segment.Open(segment.Options{
+			OnCommit:        func() { s.activity.Mark(ref) },
 			FS:              s.fs,
 			Dir:             filepath.Join(s.streamDir(r), seg.ID),
 			FileBytes:       s.cfg.SegmentFileBytes,
@@ -209,6 +213,10 @@ func (s *Store) openStream(r streamRecord) (*stream, error) {
 			return nil, fmt.Errorf("open stream %s/%s segment %s: %w", r.Tenant, r.Name, seg.ID, err)
 		}
 		st.logs = append(st.logs, l)
+		// Anything in tier 1 may not be in tier 2 yet: tiering decides.
+		if state := l.State(); state.Next > state.First {
+			s.activity.Mark(ref)
+		}
 	}
 	st.writers = newWriterOwners(st.logs)
 	return st, nil

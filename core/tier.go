@@ -52,6 +52,11 @@ func (s *Store) TruncateBefore(tenant, stream, segmentID string, offset uint64) 
 	return nil
 }
 
+// Activity returns the set of segments that may hold events not yet in
+// tier 2: marked at open for every segment with tier-1 data, and after each
+// commit. Tiering takes it instead of walking every stream.
+func (s *Store) Activity() *Activity { return s.activity }
+
 // ScanFunc receives one stored batch of events from Scan: first is the
 // offset of events[0], at their append time. The slices are valid only
 // until it returns.

@@ -218,6 +218,9 @@ func (l *Log) lead() {
 		l.mu.notify = make(chan struct{})
 		l.mu.Unlock()
 		close(g.done)
+		if l.opts.OnCommit != nil {
+			l.opts.OnCommit()
+		}
 	}
 }
 

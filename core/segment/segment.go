@@ -59,6 +59,9 @@ type Options struct {
 	Log           *zap.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// OnCommit, if set, is called after each commit, outside the log's
+	// locks (the store marks the segment in its Activity set).
+	OnCommit func()
 }
 
 // Batch is one append.
