@@ -135,6 +135,7 @@ type Auth struct {
 type Server struct {
 	cfg     Config
 	store   *core.Store
+	list    pageLister // store, but for tests that count what a page reads
 	auth    Auth
 	log     *zap.Logger
 	limits  core.Limits
@@ -196,6 +197,7 @@ func New(cfg Config, store *core.Store, auth Auth, log *zap.Logger, reg promethe
 	s := &Server{
 		cfg:    cfg,
 		store:  store,
+		list:   store,
 		auth:   auth,
 		log:    log,
 		limits: limits,

@@ -1,0 +1,161 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/core/names"
+)
+
+// Paginated listings of tenants and streams.
+//
+// A request reads the catalog from the name its page_token resumes after,
+// and at most maxListScan records, so it costs the page it returns and
+// never the size of the node. Listings are filtered by the caller's
+// grants; a caller who may see few of many streams therefore gets short,
+// even empty, pages that still carry a next_page_token — the end is where
+// the token is absent, as in Google's AIP-158, not where a page is short.
+
+const (
+	// maxListPage is the largest and the default page: S3's and HDFS's
+	// listing page too.
+	maxListPage = 1000
+	// maxListScan bounds the records one request reads when most are
+	// filtered out.
+	maxListScan = 10 * maxListPage
+)
+
+// pageLister is the store's listing seam (tests count what a page reads).
+type pageLister interface {
+	ListTenantsPage(ctx context.Context, after string, limit int) ([]core.Tenant, error)
+	ListStreamsPage(ctx context.Context, tenant, after string, limit int) ([]core.Stream, error)
+}
+
+// listParams reads limit and page_token. A token is the base64url of the
+// name the next page starts after; valid names are checked so that a
+// forged token cannot reach the catalog as an arbitrary key.
+func listParams(q url.Values, valid func(string) error) (after string, limit int, err error) {
+	limit = maxListPage
+	if s := q.Get("limit"); s != "" {
+		n, perr := strconv.Atoi(s)
+		if perr != nil || n < 1 || n > maxListPage {
+			return "", 0, badRequest("limit %q: want 1 to %d", s, maxListPage)
+		}
+		limit = n
+	}
+	if tok := q.Get("page_token"); tok != "" {
+		b, derr := base64.RawURLEncoding.DecodeString(tok)
+		if derr != nil || valid(string(b)) != nil {
+			return "", 0, badRequest("page_token %q is not one this server issued", tok)
+		}
+		after = string(b)
+	}
+	return after, limit, nil
+}
+
+func pageToken(name string) string {
+	if name == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(name))
+}
+
+// page collects up to limit items that keep accepts, reading list from
+// after on. next is the name to resume after, "" at the end of the
+// listing. One item past a full page is read to learn whether the listing
+// ends there, so an unfiltered listing that fits a page needs no second
+// request.
+func page[T any](list func(after string, n int) ([]T, error), name func(T) string, keep func(T) bool, after string, limit int) (out []T, next string, err error) {
+	scanned := 0
+	for {
+		n := min(limit+1, maxListScan-scanned)
+		items, err := list(after, n)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, it := range items {
+			if len(out) == limit {
+				return out, after, nil
+			}
+			after = name(it)
+			if keep(it) {
+				out = append(out, it)
+			}
+		}
+		scanned += len(items)
+		if len(items) < n {
+			return out, "", nil
+		}
+		if scanned >= maxListScan {
+			return out, after, nil
+		}
+	}
+}
+
+type tenantList struct {
+	Tenants       []tenantJSON `json:"tenants"`
+	NextPageToken string       `json:"next_page_token,omitempty"`
+}
+
+func (s *Server) listTenants(c *call) (op, error) {
+	after, limit, err := listParams(c.r.URL.Query(), names.Tenant)
+	if err != nil {
+		return op{}, err
+	}
+	return op{run: func() error {
+		ctx := c.r.Context()
+		ts, next, err := page(
+			func(after string, n int) ([]core.Tenant, error) { return s.list.ListTenantsPage(ctx, after, n) },
+			func(t core.Tenant) string { return t.Name },
+			func(t core.Tenant) bool { return c.visible(t.Name) },
+			after, limit)
+		if err != nil {
+			return err
+		}
+		out := tenantList{Tenants: make([]tenantJSON, 0, len(ts)), NextPageToken: pageToken(next)}
+		for _, t := range ts {
+			out.Tenants = append(out.Tenants, toTenantJSON(t))
+		}
+		writeJSON(c.w, http.StatusOK, out)
+		return nil
+	}}, nil
+}
+
+type streamList struct {
+	Streams       []streamJSON `json:"streams"`
+	NextPageToken string       `json:"next_page_token,omitempty"`
+}
+
+// listStreams needs read on the tenant, which acl allows to anyone holding
+// a grant inside it, and then shows only the streams the caller may read.
+func (s *Server) listStreams(c *call) (op, error) {
+	tenant := c.r.PathValue("tenant")
+	after, limit, err := listParams(c.r.URL.Query(), names.Stream)
+	if err != nil {
+		return op{}, err
+	}
+	return op{res: acl.Resource{Tenant: tenant}, run: func() error {
+		ctx := c.r.Context()
+		ss, next, err := page(
+			func(after string, n int) ([]core.Stream, error) { return s.list.ListStreamsPage(ctx, tenant, after, n) },
+			func(st core.Stream) string { return st.Name },
+			func(st core.Stream) bool {
+				return c.covers(acl.Read, acl.Resource{Tenant: tenant, Stream: st.Name, Group: st.Config.Group})
+			},
+			after, limit)
+		if err != nil {
+			return err
+		}
+		out := streamList{Streams: make([]streamJSON, 0, len(ss)), NextPageToken: pageToken(next)}
+		for _, st := range ss {
+			out.Streams = append(out.Streams, toStreamJSON(st))
+		}
+		writeJSON(c.w, http.StatusOK, out)
+		return nil
+	}}, nil
+}

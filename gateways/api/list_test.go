@@ -1,0 +1,194 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/silt-io/silt/core"
+)
+
+// countingLister serves a tenant of n synthesized streams, counting the
+// records each request reads: creating 10,000 streams through core would
+// open 10,000 sets of segment logs, and the listing only needs names.
+type countingLister struct {
+	pageLister
+	tenant string
+	names  []string
+	read   int
+}
+
+func (c *countingLister) ListStreamsPage(ctx context.Context, tenant, after string, limit int) ([]core.Stream, error) {
+	if tenant != c.tenant {
+		return c.pageLister.ListStreamsPage(ctx, tenant, after, limit)
+	}
+	i := sort.SearchStrings(c.names, after)
+	if i < len(c.names) && c.names[i] == after {
+		i++
+	}
+	var out []core.Stream
+	for ; i < len(c.names) && len(out) < limit; i++ {
+		out = append(out, core.Stream{Tenant: tenant, Name: c.names[i], Config: core.StreamConfig{Encoding: core.EncodingLines, Segments: 1}})
+	}
+	c.read += len(out)
+	return out, nil
+}
+
+// listAll pages through path with the given limit and returns the names
+// listed and the most records one request read.
+func listAll(t *testing.T, e *env, cl *countingLister, token, path string, limit int) (names []string, requests, maxRead int) {
+	t.Helper()
+	tok := ""
+	for {
+		q := url.Values{"limit": {fmt.Sprint(limit)}}
+		if tok != "" {
+			q.Set("page_token", tok)
+		}
+		cl.read = 0
+		var sl struct {
+			Streams []struct {
+				Name string `json:"name"`
+			} `json:"streams"`
+			Next string `json:"next_page_token"`
+		}
+		e.must(http.StatusOK, req{method: "GET", path: path + "?" + q.Encode(), token: token}).json(t, &sl)
+		requests++
+		maxRead = max(maxRead, cl.read)
+		if len(sl.Streams) > limit {
+			t.Fatalf("page of %d for limit %d", len(sl.Streams), limit)
+		}
+		for _, s := range sl.Streams {
+			names = append(names, s.Name)
+		}
+		if sl.Next == "" {
+			return names, requests, maxRead
+		}
+		if requests > 1000 {
+			t.Fatalf("still paging after %d requests", requests)
+		}
+		tok = sl.Next
+	}
+}
+
+// A tenant of 10,000 streams lists page by page, each request reading the
+// records of its page and one more; a caller who may read ten of them
+// reads at most maxListScan records a request. Before pagination every
+// request read the whole tenant.
+func TestListStreamsPagesCostThePage(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.store.CreateTenant(context.Background(), "big", nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 10_000
+	cl := &countingLister{pageLister: e.store, tenant: "big"}
+	for i := range n {
+		cl.names = append(cl.names, fmt.Sprintf("s%05d", i))
+	}
+	e.srv.list = cl
+
+	cases := map[string]struct {
+		token     func() string
+		limit     int
+		want      []string
+		maxRead   int
+		wantPages int
+	}{
+		"admin, pages of 500": {
+			token: func() string { return e.root }, limit: 500, want: cl.names,
+			maxRead: 501, wantPages: n / 500,
+		},
+		"admin, default page": {
+			token: func() string { return e.root }, limit: maxListPage, want: cl.names,
+			maxRead: maxListPage + 1, wantPages: n / maxListPage,
+		},
+		"reader of ten streams": {
+			token: func() string { return e.user("tail", "read:big/s0999*") }, limit: 100,
+			// The scan limit ends the first request just before the end; the
+			// second learns that nothing follows.
+			want: cl.names[n-10:], maxRead: maxListScan, wantPages: 2,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			names, pages, maxRead := listAll(t, e, cl, tc.token(), "/v1/tenants/big/streams", tc.limit)
+			if !slices.Equal(names, tc.want) {
+				t.Fatalf("listed %d names, want %d", len(names), len(tc.want))
+			}
+			if maxRead > tc.maxRead {
+				t.Fatalf("a request read %d records, want at most %d", maxRead, tc.maxRead)
+			}
+			if pages != tc.wantPages {
+				t.Fatalf("%d requests, want %d", pages, tc.wantPages)
+			}
+		})
+	}
+}
+
+func TestListPaging(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, tn := range []string{"acme", "beta", "gamma"} {
+		if _, err := e.store.CreateTenant(ctx, tn, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []string{"c", "a", "b.x", "b-x", "b"} {
+		if _, err := e.store.CreateStream(ctx, "acme", s, core.StreamConfig{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	cases := map[string]struct {
+		path     string
+		status   int
+		want     []string
+		wantNext string
+	}{
+		"streams, all":            {path: "/v1/tenants/acme/streams", status: 200, want: []string{"a", "b", "b-x", "b.x", "c"}},
+		"streams, first two":      {path: "/v1/tenants/acme/streams?limit=2", status: 200, want: []string{"a", "b"}, wantNext: tok("b")},
+		"streams, next two":       {path: "/v1/tenants/acme/streams?limit=2&page_token=" + tok("b"), status: 200, want: []string{"b-x", "b.x"}, wantNext: tok("b.x")},
+		"streams, exactly to end": {path: "/v1/tenants/acme/streams?limit=1&page_token=" + tok("b.x"), status: 200, want: []string{"c"}},
+		"streams, past the end":   {path: "/v1/tenants/acme/streams?page_token=" + tok("c"), status: 200, want: []string{}},
+		"tenants, first two":      {path: "/v1/tenants?limit=2", status: 200, want: []string{"acme", "beta"}, wantNext: tok("beta")},
+		"tenants, the rest":       {path: "/v1/tenants?page_token=" + tok("beta"), status: 200, want: []string{"gamma"}},
+		"limit 0":                 {path: "/v1/tenants/acme/streams?limit=0", status: 400},
+		"limit over the maximum":  {path: "/v1/tenants/acme/streams?limit=1001", status: 400},
+		"limit not a number":      {path: "/v1/tenants?limit=ten", status: 400},
+		"token not base64":        {path: "/v1/tenants/acme/streams?page_token=%21%21", status: 400},
+		"token not a stream name": {path: "/v1/tenants/acme/streams?page_token=" + tok("a/b"), status: 400},
+		"token not a tenant name": {path: "/v1/tenants?page_token=" + tok("Acme"), status: 400},
+		"no such tenant":          {path: "/v1/tenants/nosuch/streams?limit=5", status: 404},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rep := e.must(tc.status, req{method: "GET", path: tc.path})
+			if tc.status != http.StatusOK {
+				if tc.status == http.StatusBadRequest && rep.errCode(t) != "invalid_argument" {
+					t.Fatalf("code %q", rep.errCode(t))
+				}
+				return
+			}
+			var body struct {
+				Streams []struct{ Name string } `json:"streams"`
+				Tenants []struct{ Name string } `json:"tenants"`
+				Next    string                  `json:"next_page_token"`
+			}
+			rep.json(t, &body)
+			got := []string{}
+			for _, s := range body.Streams {
+				got = append(got, s.Name)
+			}
+			for _, s := range body.Tenants {
+				got = append(got, s.Name)
+			}
+			if !slices.Equal(got, tc.want) || body.Next != tc.wantNext {
+				t.Fatalf("got %q next %q, want %q next %q", got, body.Next, tc.want, tc.wantNext)
+			}
+		})
+	}
+}
