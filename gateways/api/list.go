@@ -141,9 +141,16 @@ func (s *Server) listStreams(c *call) (op, error) {
 	}
 	return op{res: acl.Resource{Tenant: tenant}, run: func() error {
 		ctx := c.r.Context()
+		list := func(after string, n int) ([]core.Stream, error) { return s.list.ListStreamsPage(ctx, tenant, after, n) }
+		name := func(st core.Stream) string { return st.Name }
+		if r, ok := s.auth.Authz.(acl.Ranger); ok && !c.superuser {
+			if ranges, all := r.StreamRanges(c.principal, acl.Read, tenant); !all {
+				list = inRanges(list, name, ranges)
+			}
+		}
 		ss, next, err := page(
-			func(after string, n int) ([]core.Stream, error) { return s.list.ListStreamsPage(ctx, tenant, after, n) },
-			func(st core.Stream) string { return st.Name },
+			list,
+			name,
 			func(st core.Stream) bool {
 				return c.covers(acl.Read, acl.Resource{Tenant: tenant, Stream: st.Name, Group: st.Config.Group})
 			},
@@ -158,4 +165,60 @@ func (s *Server) listStreams(c *call) (op, error) {
 		writeJSON(c.w, http.StatusOK, out)
 		return nil
 	}}, nil
+}
+
+// inRanges narrows list to the names in ranges (sorted by From), reading
+// each range from its start: a caller granted a few streams of a large
+// tenant reads those, not the tenant. A page is short only once every
+// range is exhausted, as page expects of list.
+func inRanges[T any](list func(after string, n int) ([]T, error), name func(T) string, ranges []acl.NameRange) func(after string, n int) ([]T, error) {
+	return func(after string, n int) ([]T, error) {
+		var out []T
+		for _, rg := range ranges {
+			if rg.To != "" && rg.To <= after {
+				continue
+			}
+			from := max(after, justBefore(rg.From))
+			for len(out) < n {
+				want := n - len(out)
+				if rg.To == rg.From+"\x00" {
+					want = 1 // an exact name
+				}
+				items, err := list(from, want)
+				if err != nil {
+					return nil, err
+				}
+				done := len(items) < want
+				for _, it := range items {
+					if rg.To != "" && name(it) >= rg.To {
+						done = true
+						break
+					}
+					out = append(out, it)
+					from = name(it)
+				}
+				if done {
+					break
+				}
+			}
+			after = max(after, from)
+			if len(out) == n {
+				return out, nil
+			}
+		}
+		return out, nil
+	}
+}
+
+// justBefore returns a string below s and above every name below s (names
+// never hold 0xff), to list from s with an exclusive after.
+func justBefore(s string) string {
+	if s == "" {
+		return ""
+	}
+	last := s[len(s)-1]
+	if last == 0 {
+		return s[:len(s)-1]
+	}
+	return s[:len(s)-1] + string([]byte{last - 1, 0xff})
 }

@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
+	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
 )
 
@@ -76,9 +78,10 @@ func listAll(t *testing.T, e *env, cl *countingLister, token, path string, limit
 }
 
 // A tenant of 10,000 streams lists page by page, each request reading the
-// records of its page and one more; a caller who may read ten of them
-// reads at most maxListScan records a request. Before pagination every
-// request read the whole tenant.
+// records of its page and one more; a caller whose grants no name range
+// bounds reads at most maxListScan records a request, and one whose grants
+// name its streams reads only those. Before pagination every request read the
+// whole tenant.
 func TestListStreamsPagesCostThePage(t *testing.T) {
 	e := newEnv(t)
 	if _, err := e.store.CreateTenant(context.Background(), "big", nil); err != nil {
@@ -107,10 +110,15 @@ func TestListStreamsPagesCostThePage(t *testing.T) {
 			maxRead: maxListPage + 1, wantPages: n / maxListPage,
 		},
 		"reader of ten streams": {
+			// Its grant bounds the names it can see: only those are read.
 			token: func() string { return e.user("tail", "read:big/s0999*") }, limit: 100,
-			// The scan limit ends the first request just before the end; the
-			// second learns that nothing follows.
-			want: cl.names[n-10:], maxRead: maxListScan, wantPages: 2,
+			want: cl.names[n-10:], maxRead: 10 + 1, wantPages: 1,
+		},
+		"reader of a pattern no range bounds": {
+			// Every tenth stream: read and filtered, at most maxListScan
+			// names a request.
+			token: func() string { return e.user("nines", "read:big/*9") }, limit: 100,
+			want: everyTenth(cl.names), maxRead: maxListScan, wantPages: 10,
 		},
 	}
 	for name, tc := range cases {
@@ -188,6 +196,76 @@ func TestListPaging(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) || body.Next != tc.wantNext {
 				t.Fatalf("got %q next %q, want %q next %q", got, body.Next, tc.want, tc.wantNext)
+			}
+		})
+	}
+}
+
+func everyTenth(names []string) []string {
+	var out []string
+	for i := 9; i < len(names); i += 10 {
+		out = append(out, names[i])
+	}
+	return out
+}
+
+// inRanges returns what listing everything and keeping the names in the
+// ranges returns, page by page, wherever the pages start.
+func TestInRanges(t *testing.T) {
+	names := []string{"a", "a-1", "a.1", "a0", "a1", "a10", "a2", "b", "b0", "c"}
+	list := func(after string, n int) ([]string, error) {
+		i := sort.SearchStrings(names, after)
+		if i < len(names) && names[i] == after {
+			i++
+		}
+		return names[i:min(len(names), i+n)], nil
+	}
+	id := func(s string) string { return s }
+	exact := func(s string) acl.NameRange { return acl.NameRange{From: s, To: s + "\x00"} }
+	cases := map[string][]acl.NameRange{
+		"exact names":          {exact("a0"), exact("a2"), exact("nope"), exact("c")},
+		"a prefix":             {{From: "a1", To: "a2"}},
+		"overlapping":          {{From: "a", To: "b"}, exact("a1"), {From: "a1", To: "a2"}, exact("b0")},
+		"open upper bound":     {{From: "b"}},
+		"nothing":              nil,
+		"range past the names": {{From: "d", To: "e"}},
+	}
+	for name, ranges := range cases {
+		t.Run(name, func(t *testing.T) {
+			// Sorted by From, as acl.Ranger returns them.
+			slices.SortFunc(ranges, func(a, b acl.NameRange) int { return strings.Compare(a.From, b.From) })
+			in := func(s string) bool {
+				for _, r := range ranges {
+					if s >= r.From && (r.To == "" || s < r.To) {
+						return true
+					}
+				}
+				return false
+			}
+			var want []string
+			for _, n := range names {
+				if in(n) {
+					want = append(want, n)
+				}
+			}
+			f := inRanges(list, id, ranges)
+			for _, n := range []int{1, 2, 3, 100} {
+				var got []string
+				after := ""
+				for {
+					page, err := f(after, n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, page...)
+					if len(page) < n {
+						break
+					}
+					after = page[len(page)-1]
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("pages of %d: %q, want %q", n, got, want)
+				}
 			}
 		})
 	}
