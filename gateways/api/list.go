@@ -109,9 +109,20 @@ func (s *Server) listTenants(c *call) (op, error) {
 	}
 	return op{run: func() error {
 		ctx := c.r.Context()
+		list := func(after string, n int) ([]core.Tenant, error) { return s.list.ListTenantsPage(ctx, after, n) }
+		name := func(t core.Tenant) string { return t.Name }
+		if r, ok := s.auth.Authz.(acl.Ranger); ok && !c.superuser {
+			if tenants, all := r.VisibleTenants(c.principal); !all {
+				ranges := make([]acl.NameRange, len(tenants))
+				for i, t := range tenants {
+					ranges[i] = acl.NameRange{From: t, To: t + "\x00"}
+				}
+				list = inRanges(list, name, ranges)
+			}
+		}
 		ts, next, err := page(
-			func(after string, n int) ([]core.Tenant, error) { return s.list.ListTenantsPage(ctx, after, n) },
-			func(t core.Tenant) string { return t.Name },
+			list,
+			name,
 			func(t core.Tenant) bool { return c.visible(t.Name) },
 			after, limit)
 		if err != nil {

@@ -270,3 +270,36 @@ func TestInRanges(t *testing.T) {
 		})
 	}
 }
+
+// A caller's tenant listing pages through the tenants it holds grants in.
+func TestListTenantsOfACaller(t *testing.T) {
+	e := newEnv(t)
+	for _, tn := range []string{"acme", "beta", "gamma", "delta"} {
+		if _, err := e.store.CreateTenant(context.Background(), tn, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok := e.user("ops", "read:gamma/x", "append:beta", "read:nosuch")
+	var got []string
+	next := ""
+	for range 5 {
+		path := "/v1/tenants?limit=1"
+		if next != "" {
+			path += "&page_token=" + next
+		}
+		var tl struct {
+			Tenants []struct{ Name string } `json:"tenants"`
+			Next    string                  `json:"next_page_token"`
+		}
+		e.must(http.StatusOK, req{method: "GET", path: path, token: tok}).json(t, &tl)
+		for _, tn := range tl.Tenants {
+			got = append(got, tn.Name)
+		}
+		if next = tl.Next; next == "" {
+			break
+		}
+	}
+	if !slices.Equal(got, []string{"beta", "gamma"}) || next != "" {
+		t.Fatalf("listed %q (next %q)", got, next)
+	}
+}
