@@ -62,7 +62,7 @@ func newDirIndexes(maxEntries int, minAge time.Duration) *dirIndexes {
 }
 
 // find resolves cookie in the directory dir of view v (dk is its cookie
-// cache key). scanned reports whether this call read the directory.
+// cache key).
 func (x *dirIndexes) find(ctx context.Context, v view.View, dk uint64, dir string, cookie uint64) (name string, ok bool, err error) {
 	x.mu.Lock()
 	ix := x.mu.dirs[dk]
@@ -70,7 +70,9 @@ func (x *dirIndexes) find(ctx context.Context, v view.View, dk uint64, dir strin
 		x.mu.lru.MoveToFront(ix.elem)
 		x.mu.Unlock()
 		<-ix.ready
-		if ix.err == nil {
+		// An index that failed, or a directory too large for one, leaves
+		// this call to read the directory itself.
+		if ix.err == nil && ix.names != nil {
 			if name, ok := ix.names[cookie]; ok {
 				return name, true, nil
 			}
