@@ -2,10 +2,15 @@ package api
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
@@ -37,50 +42,100 @@ type pageLister interface {
 }
 
 // listParams reads limit and page_token. A token is the base64url of the
-// name the next page starts after; valid names are checked so that a
-// forged token cannot reach the catalog as an arbitrary key.
-func listParams(q url.Values, valid func(string) error) (after string, limit int, err error) {
+// name the next page starts after, a name the caller was shown; valid
+// names are checked so that a forged token cannot reach the catalog as an
+// arbitrary key. The rare token that must resume after a name the caller
+// may not see (maxListScan names read and none shown) is sealed instead,
+// so that it does not tell that name: it starts with '~' (outside the
+// base64url alphabet) and opens only in the process that issued it.
+func (s *Server) listParams(q url.Values, valid func(string) error) (after string, limit int, err error) {
 	limit = maxListPage
-	if s := q.Get("limit"); s != "" {
-		n, perr := strconv.Atoi(s)
+	if v := q.Get("limit"); v != "" {
+		n, perr := strconv.Atoi(v)
 		if perr != nil || n < 1 || n > maxListPage {
-			return "", 0, badRequest("limit %q: want 1 to %d", s, maxListPage)
+			return "", 0, badRequest("limit %q: want 1 to %d", v, maxListPage)
 		}
 		limit = n
 	}
-	if tok := q.Get("page_token"); tok != "" {
-		b, derr := base64.RawURLEncoding.DecodeString(tok)
-		if derr != nil || valid(string(b)) != nil {
-			return "", 0, badRequest("page_token %q is not one this server issued", tok)
-		}
-		after = string(b)
+	tok := q.Get("page_token")
+	if tok == "" {
+		return "", limit, nil
 	}
-	return after, limit, nil
+	var b []byte
+	var derr error
+	if sealed, ok := strings.CutPrefix(tok, "~"); ok {
+		b, derr = s.openToken(sealed)
+	} else {
+		b, derr = base64.RawURLEncoding.DecodeString(tok)
+	}
+	if derr != nil || valid(string(b)) != nil {
+		return "", 0, badRequest("page_token %q is not one this server issued (a token that starts with '~' lasts until the server restarts): list again from the start", tok)
+	}
+	return string(b), limit, nil
 }
 
-func pageToken(name string) string {
-	if name == "" {
+func (s *Server) pageToken(name string, hidden bool) string {
+	switch {
+	case name == "":
 		return ""
+	case hidden:
+		nonce := make([]byte, s.pageSeal.NonceSize())
+		rand.Read(nonce)
+		return "~" + base64.RawURLEncoding.EncodeToString(s.pageSeal.Seal(nonce, nonce, []byte(name), nil))
 	}
 	return base64.RawURLEncoding.EncodeToString([]byte(name))
 }
 
+func (s *Server) openToken(tok string) ([]byte, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return nil, err
+	}
+	n := s.pageSeal.NonceSize()
+	if len(b) < n {
+		return nil, errors.New("short sealed token")
+	}
+	return s.pageSeal.Open(nil, b[:n], b[n:], nil)
+}
+
+// newPageSeal returns the AEAD of sealed page tokens, under a key of this
+// process.
+func newPageSeal() (cipher.AEAD, error) {
+	key := make([]byte, 32)
+	rand.Read(key)
+	blk, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(blk)
+}
+
 // page collects up to limit items that keep accepts, reading list from
 // after on. next is the name to resume after, "" at the end of the
-// listing. One item past a full page is read to learn whether the listing
-// ends there, so an unfiltered listing that fits a page needs no second
-// request.
-func page[T any](list func(after string, n int) ([]T, error), name func(T) string, keep func(T) bool, after string, limit int) (out []T, next string, err error) {
+// listing; hidden is true when it is a name keep refused. One item past a
+// full page is read to learn whether the listing ends there, so an
+// unfiltered listing that fits a page needs no second request. A page
+// resumes after the last item it shows, even when hidden items were read
+// beyond it (the next request reads those again, within its own bound),
+// so that only a request that showed nothing needs a hidden position.
+func page[T any](list func(after string, n int) ([]T, error), name func(T) string, keep func(T) bool, after string, limit int) (out []T, next string, hidden bool, err error) {
 	scanned := 0
+	resume := func() (string, bool) {
+		if len(out) > 0 {
+			return name(out[len(out)-1]), false
+		}
+		return after, true
+	}
 	for {
 		n := min(limit+1, maxListScan-scanned)
 		items, err := list(after, n)
 		if err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		for _, it := range items {
 			if len(out) == limit {
-				return out, after, nil
+				next, hidden = resume()
+				return out, next, hidden, nil
 			}
 			after = name(it)
 			if keep(it) {
@@ -89,10 +144,11 @@ func page[T any](list func(after string, n int) ([]T, error), name func(T) strin
 		}
 		scanned += len(items)
 		if len(items) < n {
-			return out, "", nil
+			return out, "", false, nil
 		}
 		if scanned >= maxListScan {
-			return out, after, nil
+			next, hidden = resume()
+			return out, next, hidden, nil
 		}
 	}
 }
@@ -103,7 +159,7 @@ type tenantList struct {
 }
 
 func (s *Server) listTenants(c *call) (op, error) {
-	after, limit, err := listParams(c.r.URL.Query(), names.Tenant)
+	after, limit, err := s.listParams(c.r.URL.Query(), names.Tenant)
 	if err != nil {
 		return op{}, err
 	}
@@ -120,7 +176,7 @@ func (s *Server) listTenants(c *call) (op, error) {
 				list = inRanges(list, name, ranges)
 			}
 		}
-		ts, next, err := page(
+		ts, next, hidden, err := page(
 			list,
 			name,
 			func(t core.Tenant) bool { return c.visible(t.Name) },
@@ -128,7 +184,7 @@ func (s *Server) listTenants(c *call) (op, error) {
 		if err != nil {
 			return err
 		}
-		out := tenantList{Tenants: make([]tenantJSON, 0, len(ts)), NextPageToken: pageToken(next)}
+		out := tenantList{Tenants: make([]tenantJSON, 0, len(ts)), NextPageToken: s.pageToken(next, hidden)}
 		for _, t := range ts {
 			out.Tenants = append(out.Tenants, toTenantJSON(t))
 		}
@@ -146,7 +202,7 @@ type streamList struct {
 // a grant inside it, and then shows only the streams the caller may read.
 func (s *Server) listStreams(c *call) (op, error) {
 	tenant := c.r.PathValue("tenant")
-	after, limit, err := listParams(c.r.URL.Query(), names.Stream)
+	after, limit, err := s.listParams(c.r.URL.Query(), names.Stream)
 	if err != nil {
 		return op{}, err
 	}
@@ -159,7 +215,7 @@ func (s *Server) listStreams(c *call) (op, error) {
 				list = inRanges(list, name, ranges)
 			}
 		}
-		ss, next, err := page(
+		ss, next, hidden, err := page(
 			list,
 			name,
 			func(st core.Stream) bool {
@@ -169,7 +225,7 @@ func (s *Server) listStreams(c *call) (op, error) {
 		if err != nil {
 			return err
 		}
-		out := streamList{Streams: make([]streamJSON, 0, len(ss)), NextPageToken: pageToken(next)}
+		out := streamList{Streams: make([]streamJSON, 0, len(ss)), NextPageToken: s.pageToken(next, hidden)}
 		for _, st := range ss {
 			out.Streams = append(out.Streams, toStreamJSON(st))
 		}

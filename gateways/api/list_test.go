@@ -303,3 +303,60 @@ func TestListTenantsOfACaller(t *testing.T) {
 		t.Fatalf("listed %q (next %q)", got, next)
 	}
 }
+
+// A request that reads maxListScan names and may show none resumes from a
+// name the caller may not see: its token is sealed, so that it does not
+// tell the name, and opens only in the server that issued it.
+func TestListTokenHidesUnseenNames(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.store.CreateTenant(context.Background(), "big", nil); err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingLister{pageLister: e.store, tenant: "big"}
+	for i := range 2 * maxListScan {
+		cl.names = append(cl.names, fmt.Sprintf("s%05d", i))
+	}
+	e.srv.list = cl
+	tok := e.user("none", "read:big/*z") // a glob no range bounds, matching nothing
+	next, requests := "", 0
+	for {
+		path := "/v1/tenants/big/streams"
+		if next != "" {
+			path += "?page_token=" + url.QueryEscape(next)
+		}
+		var sl struct {
+			Streams []struct{ Name string } `json:"streams"`
+			Next    string                  `json:"next_page_token"`
+		}
+		e.must(http.StatusOK, req{method: "GET", path: path, token: tok}).json(t, &sl)
+		requests++
+		if len(sl.Streams) != 0 {
+			t.Fatalf("shown %v", sl.Streams)
+		}
+		if sl.Next == "" {
+			break
+		}
+		if !strings.HasPrefix(sl.Next, "~") || strings.Contains(sl.Next, base64.RawURLEncoding.EncodeToString([]byte("s0"))) {
+			t.Fatalf("token %q is not sealed", sl.Next)
+		}
+		if b, err := base64.RawURLEncoding.DecodeString(sl.Next[1:]); err == nil && strings.Contains(string(b), "s0") {
+			t.Fatalf("token %q holds a name", sl.Next)
+		}
+		next = sl.Next
+		if requests > 5 {
+			t.Fatal("no end")
+		}
+	}
+	if requests != 3 {
+		t.Fatalf("%d requests, want 3", requests)
+	}
+	// Another server (as after a restart) cannot open it.
+	other := newEnv(t)
+	if _, err := other.store.CreateTenant(context.Background(), "big", nil); err != nil {
+		t.Fatal(err)
+	}
+	rep := other.must(http.StatusBadRequest, req{method: "GET", path: "/v1/tenants/big/streams?page_token=" + url.QueryEscape(next)})
+	if !strings.Contains(string(rep.body), "list again from the start") {
+		t.Fatalf("answer %s", rep.body)
+	}
+}

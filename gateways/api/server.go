@@ -13,6 +13,7 @@ package api
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -135,7 +136,6 @@ type Auth struct {
 type Server struct {
 	cfg     Config
 	store   *core.Store
-	list    pageLister // store, but for tests that count what a page reads
 	auth    Auth
 	log     *zap.Logger
 	limits  core.Limits
@@ -145,6 +145,12 @@ type Server struct {
 	routes  []route
 	mux     *http.ServeMux
 	handler http.Handler
+
+	// Paginated listings (list.go): the store's listing seam (tests count
+	// what a page reads), and the AEAD of page tokens that must not show
+	// a name.
+	list     pageLister
+	pageSeal cipher.AEAD
 
 	// drain is cancelled when shutdown begins: long-polls and follows end,
 	// and /readyz turns 503 so that load balancers stop sending traffic.
@@ -194,16 +200,22 @@ func New(cfg Config, store *core.Store, auth Auth, log *zap.Logger, reg promethe
 	if err != nil {
 		return nil, err
 	}
+	pageSeal, err := newPageSeal()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:    cfg,
 		store:  store,
-		list:   store,
 		auth:   auth,
 		log:    log,
 		limits: limits,
 		budget: newBudget(cfg.MaxInflightBytes, met.inflightBytes),
 		met:    met,
 		gather: gather,
+
+		list:     store,
+		pageSeal: pageSeal,
 	}
 	s.drain, s.stopDrain = context.WithCancel(context.Background())
 	if err := s.buildMux(); err != nil {
