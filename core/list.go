@@ -112,3 +112,26 @@ func scanAfter(sc scanner, prefix, after string, limit int, fn func(v []byte) er
 		return nil
 	})
 }
+
+// StreamInfo describes a stream from its catalog record alone, without
+// segment state: what a listing needs for each entry (incarnation, group),
+// at the cost of one catalog read and without touching the stream's logs.
+func (s *Store) StreamInfo(ctx context.Context, tenant, name string) (Stream, error) {
+	if s.isClosed() {
+		return Stream{}, ErrClosed
+	}
+	v, ok, err := s.cat.Get([]byte(keyStream + tenant + "/" + name))
+	if err != nil {
+		return Stream{}, err
+	}
+	if !ok {
+		return Stream{}, fmt.Errorf("%w: stream %q in tenant %q", ErrNotFound, name, tenant)
+	}
+	var r streamRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return Stream{}, fmt.Errorf("decode stream record: %w", err)
+	}
+	st := r.Stream
+	st.Segments = nil
+	return st, nil
+}

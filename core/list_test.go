@@ -183,3 +183,23 @@ func TestListTenantsPage(t *testing.T) {
 		t.Fatalf("closed store: %v", err)
 	}
 }
+
+func TestStreamInfo(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	if _, err := s.CreateTenant(ctx, "acme", nil); err != nil {
+		t.Fatal(err)
+	}
+	created, err := s.CreateStream(ctx, "acme", "clicks", StreamConfig{Group: "web", Segments: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.StreamInfo(ctx, "acme", "clicks")
+	if err != nil || st.Incarnation() != created.Incarnation() || st.Config.Group != "web" || st.Segments != nil {
+		t.Fatalf("%+v, %v", st, err)
+	}
+	if _, err := s.StreamInfo(ctx, "acme", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing stream: %v", err)
+	}
+}

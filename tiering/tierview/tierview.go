@@ -37,9 +37,9 @@ var (
 )
 
 // StreamGroup implements view.StreamGrouper from the stream's config in
-// core (held in memory).
+// core's catalog record (no segment state is read).
 func (v *View) StreamGroup(ctx context.Context, tenant, stream string) string {
-	st, err := v.store.GetStream(ctx, tenant, stream)
+	st, err := v.store.StreamInfo(ctx, tenant, stream)
 	if err != nil {
 		return ""
 	}
@@ -67,7 +67,7 @@ func (v *View) stream(ctx context.Context, tenant, name string) (tiering.StreamR
 	if err != nil || !ok {
 		return r, false, err
 	}
-	st, err := v.store.GetStream(ctx, tenant, name)
+	st, err := v.store.StreamInfo(ctx, tenant, name)
 	if errors.Is(err, core.ErrNotFound) {
 		return r, false, nil
 	}
