@@ -41,6 +41,7 @@ type Lister interface {
 func Wrap(v view.View, a Authorizer, p Principal) view.View {
 	w := &wrapped{v: v, a: a, p: p}
 	w.l, _ = a.(Lister)
+	w.r, _ = a.(Ranger)
 	w.g, _ = v.(view.StreamGrouper)
 	return w
 }
@@ -49,6 +50,7 @@ type wrapped struct {
 	v view.View
 	a Authorizer
 	l Lister             // nil when a cannot filter cheaply
+	r Ranger             // nil when a cannot bound what p may see
 	g view.StreamGrouper // nil when v does not know groups
 	p Principal
 }
@@ -123,17 +125,27 @@ func (w *wrapped) ReadDir(ctx context.Context, dir, after string, limit int) ([]
 	if err != nil {
 		return nil, err
 	}
+	limit = view.Limit(limit)
 	var keep func(name string) bool
 	switch len(parts) {
 	case 0:
 		keep = w.visible
+		if w.r != nil {
+			if tenants, all := w.r.VisibleTenants(w.p); !all {
+				return w.readTenants(ctx, tenants, after, limit)
+			}
+		}
 	case 1:
 		tenant := parts[0]
 		keep = func(name string) bool { return w.covers(ctx, tenant, name) }
+		if w.r != nil {
+			if ranges, all := w.r.StreamRanges(w.p, Read, tenant); !all {
+				return w.readRanges(ctx, dir, ranges, after, limit, keep)
+			}
+		}
 	default:
 		return w.v.ReadDir(ctx, dir, after, limit)
 	}
-	limit = view.Limit(limit)
 	var out []view.FileInfo
 	for {
 		page, err := w.v.ReadDir(ctx, dir, after, limit)

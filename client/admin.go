@@ -45,15 +45,6 @@ func (c *Client) CreateTenant(ctx context.Context, name string, metadata map[str
 	return t, err
 }
 
-// ListTenants lists the tenants the caller can see.
-func (c *Client) ListTenants(ctx context.Context) ([]Tenant, error) {
-	var out struct {
-		Tenants []Tenant `json:"tenants"`
-	}
-	err := c.doJSON(ctx, get("/v1/tenants"), nil, &out)
-	return out.Tenants, err
-}
-
 // GetTenant describes one tenant.
 func (c *Client) GetTenant(ctx context.Context, name string) (Tenant, error) {
 	var t Tenant
@@ -72,15 +63,6 @@ func (c *Client) CreateStream(ctx context.Context, tenant string, spec StreamSpe
 	var st Stream
 	err := c.doJSON(ctx, create(pathOf("v1", "tenants", tenant, "streams")), spec, &st)
 	return st, err
-}
-
-// ListStreams lists the streams of tenant that the caller may read.
-func (c *Client) ListStreams(ctx context.Context, tenant string) ([]Stream, error) {
-	var out struct {
-		Streams []Stream `json:"streams"`
-	}
-	err := c.doJSON(ctx, get(pathOf("v1", "tenants", tenant, "streams")), nil, &out)
-	return out.Streams, err
 }
 
 // GetStream describes a stream including its segments.

@@ -46,15 +46,8 @@ as the bucket of that name.`,
 			if err != nil {
 				return err
 			}
-			ts, err := cl.ListTenants(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return a.print(ts, func(w io.Writer) {
-				fmt.Fprintln(w, "NAME\tCREATED")
-				for _, t := range ts {
-					fmt.Fprintf(w, "%s\t%s\n", t.Name, fmtTime(t.Created))
-				}
+			return printPages(a, cl.TenantPages(cmd.Context()), "NAME\tCREATED", func(w io.Writer, t client.Tenant) {
+				fmt.Fprintf(w, "%s\t%s\n", t.Name, fmtTime(t.Created))
 			})
 		},
 	}
@@ -160,15 +153,8 @@ line) or framed (4-byte big-endian length + bytes, for any bytes).`,
 			if err != nil {
 				return err
 			}
-			ss, err := cl.ListStreams(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.print(ss, func(w io.Writer) {
-				fmt.Fprintln(w, "NAME\tENCODING\tSEGMENTS\tGROUP\tCREATED")
-				for _, s := range ss {
-					fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", s.Name, s.Config.Encoding, s.Config.Segments, s.Config.Group, fmtTime(s.Created))
-				}
+			return printPages(a, cl.StreamPages(cmd.Context(), args[0]), "NAME\tENCODING\tSEGMENTS\tGROUP\tCREATED", func(w io.Writer, s client.Stream) {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", s.Name, s.Config.Encoding, s.Config.Segments, s.Config.Group, fmtTime(s.Created))
 			})
 		},
 	}

@@ -13,6 +13,7 @@ package api
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -145,6 +146,12 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler
 
+	// Paginated listings (list.go): the store's listing seam (tests count
+	// what a page reads), and the AEAD of page tokens that must not show
+	// a name.
+	list     pageLister
+	pageSeal cipher.AEAD
+
 	// drain is cancelled when shutdown begins: long-polls and follows end,
 	// and /readyz turns 503 so that load balancers stop sending traffic.
 	drain     context.Context
@@ -193,6 +200,10 @@ func New(cfg Config, store *core.Store, auth Auth, log *zap.Logger, reg promethe
 	if err != nil {
 		return nil, err
 	}
+	pageSeal, err := newPageSeal()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:    cfg,
 		store:  store,
@@ -202,6 +213,9 @@ func New(cfg Config, store *core.Store, auth Auth, log *zap.Logger, reg promethe
 		budget: newBudget(cfg.MaxInflightBytes, met.inflightBytes),
 		met:    met,
 		gather: gather,
+
+		list:     store,
+		pageSeal: pageSeal,
 	}
 	s.drain, s.stopDrain = context.WithCancel(context.Background())
 	if err := s.buildMux(); err != nil {

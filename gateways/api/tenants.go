@@ -34,27 +34,6 @@ func (s *Server) createTenant(c *call) (op, error) {
 	}}, nil
 }
 
-type tenantList struct {
-	Tenants []tenantJSON `json:"tenants"`
-}
-
-func (s *Server) listTenants(c *call) (op, error) {
-	return op{run: func() error {
-		all, err := s.store.ListTenants(c.r.Context())
-		if err != nil {
-			return err
-		}
-		out := tenantList{Tenants: []tenantJSON{}}
-		for _, t := range all {
-			if c.visible(t.Name) {
-				out.Tenants = append(out.Tenants, toTenantJSON(t))
-			}
-		}
-		writeJSON(c.w, http.StatusOK, out)
-		return nil
-	}}, nil
-}
-
 func (s *Server) getTenant(c *call) (op, error) {
 	name := c.r.PathValue("tenant")
 	return op{res: acl.Resource{Tenant: name}, run: func() error {
@@ -119,30 +98,6 @@ func (s *Server) createStream(c *call) (op, error) {
 		}
 		c.w.Header().Set("Location", "/v1/tenants/"+url.PathEscape(tenant)+"/streams/"+url.PathEscape(st.Name))
 		writeJSON(c.w, http.StatusCreated, toStreamJSON(st))
-		return nil
-	}}, nil
-}
-
-type streamList struct {
-	Streams []streamJSON `json:"streams"`
-}
-
-// listStreams needs read on the tenant, which acl allows to anyone holding
-// a grant inside it, and then shows only the streams the caller may read.
-func (s *Server) listStreams(c *call) (op, error) {
-	tenant := c.r.PathValue("tenant")
-	return op{res: acl.Resource{Tenant: tenant}, run: func() error {
-		all, err := s.store.ListStreams(c.r.Context(), tenant)
-		if err != nil {
-			return err
-		}
-		out := streamList{Streams: []streamJSON{}}
-		for _, st := range all {
-			if c.covers(acl.Read, acl.Resource{Tenant: tenant, Stream: st.Name, Group: st.Config.Group}) {
-				out.Streams = append(out.Streams, toStreamJSON(st))
-			}
-		}
-		writeJSON(c.w, http.StatusOK, out)
 		return nil
 	}}, nil
 }

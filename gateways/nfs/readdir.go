@@ -10,7 +10,6 @@ import (
 	billy "github.com/go-git/go-billy/v5"
 
 	gonfs "github.com/silt-io/silt/gateways/nfs/internal/gonfs"
-	"github.com/silt-io/silt/view"
 )
 
 // Directory cookies.
@@ -27,11 +26,12 @@ import (
 // To turn a cookie back into a name, every entry handed out is kept in a
 // bounded cache (dirCookies), so that a listing in progress continues in
 // O(page). The cache is only a shortcut: a miss (after a restart, or once
-// many listings have pushed an entry out) scans the directory from the
-// start for the entry whose hash matches, which costs O(directory) once
-// and puts the listing back on the cache. Only an entry that has also
-// left the directory meanwhile (retention) cannot be found: that is
-// NFS3ERR_BAD_COOKIE, on which clients restart the listing.
+// many listings have pushed an entry out) is answered from an index of
+// the directory's cookies, read once per directory (dirIndexes, in
+// cookieindex.go), which puts the listing back on the cache. Only an
+// entry that has also left the directory meanwhile (retention) cannot be
+// found: that is NFS3ERR_BAD_COOKIE, on which clients restart the
+// listing.
 //
 // Positions would have been the other choice, but an index cookie cannot
 // be resumed without counting from the start either, and it names another
@@ -132,7 +132,7 @@ func (h *handler) DirPage(ctx context.Context, f billy.Filesystem, dirHandle []b
 		name, ok := h.cookies.get(dk, cookie)
 		if !ok {
 			var err error
-			if name, ok, err = vf.findCookie(ctx, dir, cookie); err != nil {
+			if name, ok, err = h.indexes.find(ctx, vf.v, dk, dir, cookie); err != nil {
 				return nil, false, vf.fail("readdir", dir, err)
 			}
 			if !ok {
@@ -154,25 +154,4 @@ func (h *handler) DirPage(ctx context.Context, f billy.Filesystem, dirHandle []b
 	}
 	h.cookies.put(dk, out)
 	return out, eof, nil
-}
-
-// findCookie scans dir from the start for the entry whose cookie is
-// cookie: the fallback when the cache does not know it.
-func (f *viewFS) findCookie(ctx context.Context, dir string, cookie uint64) (string, bool, error) {
-	after := ""
-	for {
-		page, err := f.v.ReadDir(ctx, dir, after, view.DefaultPageSize)
-		if err != nil {
-			return "", false, err
-		}
-		for _, fi := range page {
-			if nameCookie(fi.Name) == cookie {
-				return fi.Name, true, nil
-			}
-		}
-		if len(page) < view.DefaultPageSize {
-			return "", false, nil
-		}
-		after = page[len(page)-1].Name
-	}
 }

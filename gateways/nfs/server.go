@@ -46,6 +46,7 @@ type Server struct {
 	fss     []map[string]*viewFS // per export, by principal; rooted at the export path
 	codec   *fh.Codec
 	cookies *dirCookies // directory cookie → name, see readdir.go
+	indexes *dirIndexes // the cookie cache's fallback, see cookieindex.go
 	files   *openFiles  // recently read files, see openfiles.go
 	met     *metrics
 	log     *zap.Logger
@@ -69,7 +70,7 @@ func New(cfg Config, v view.View, authz acl.Authorizer, handleKey []byte, log *z
 		log = zap.NewNop()
 	}
 	exports, _ := cfg.parseExports() // Validate parsed them already
-	s := &Server{cfg: cfg, exports: exports, codec: codec, cookies: newDirCookies(cookieCacheSize), files: newOpenFiles(), met: newMetrics(), log: log}
+	s := &Server{cfg: cfg, exports: exports, codec: codec, cookies: newDirCookies(cookieCacheSize), indexes: newDirIndexes(indexMaxEntries, indexMinAge), files: newOpenFiles(), met: newMetrics(), log: log}
 	for i, e := range exports {
 		byPrincipal := map[string]*viewFS{}
 		for _, p := range e.principals() {

@@ -35,6 +35,10 @@ type listBucketsResult struct {
 	XMLName struct{}    `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListAllMyBucketsResult"`
 	Owner   ownerXML    `xml:"Owner"`
 	Buckets []bucketXML `xml:"Buckets>Bucket"`
+	// ContinuationToken is, as S3 names it in this answer, the token of
+	// the next page.
+	ContinuationToken string `xml:",omitempty"`
+	Prefix            string `xml:",omitempty"`
 }
 
 type ownerXML struct {
@@ -42,28 +46,62 @@ type ownerXML struct {
 	DisplayName string
 }
 
-// listBuckets lists the tenants the principal may see; the wrapped view
-// does the filtering.
+// maxBuckets is S3's largest ListBuckets page, and the page silt always
+// applies: S3 answers every bucket in one page when no paging parameter
+// is given, but an account there has at most 10,000 general purpose
+// buckets, and a node may hold many more tenants.
+const maxBuckets = 10_000
+
+// listBuckets lists one page of the tenants the principal may see; the
+// wrapped view does the filtering. The page is one ReadDir of the root
+// from where the continuation token (or the prefix) points, so it costs
+// what it returns however many tenants there are.
 func (h *handler) listBuckets() {
-	var out []bucketXML
-	after := ""
-	for {
-		page, err := h.v.ReadDir(h.ctx(), "/", after, dirPageSize)
-		if err != nil {
-			h.fail(err, targetBucket)
+	q := h.r.URL.Query()
+	limit := maxBuckets
+	if s := q.Get("max-buckets"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxBuckets {
+			h.fail(errInvalidArgument("max-buckets must be an integer between 1 and 10000"), targetBucket)
 			return
 		}
-		for _, fi := range page {
-			if fi.IsDir {
-				out = append(out, bucketXML{Name: fi.Name, CreationDate: fi.ModTime.UTC().Format(timeFormat)})
-			}
+		limit = n
+	}
+	prefix := q.Get("prefix")
+	after := before(prefix)
+	if tok := q.Get("continuation-token"); tok != "" {
+		b, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil || len(b) == 0 {
+			h.fail(errInvalidArgument("the continuation token is not one this server issued"), targetBucket)
+			return
 		}
-		if len(page) < dirPageSize {
+		after = max(after, string(b))
+	}
+	res := listBucketsResult{Owner: owner, Buckets: []bucketXML{}, Prefix: prefix}
+	// Every tenant is in the region the server reports.
+	if r := q.Get("bucket-region"); r != "" && r != h.s.cfg.Region {
+		writeXML(h.w, h.r, res)
+		return
+	}
+	// One more than the page tells whether a token is due.
+	page, err := h.v.ReadDir(h.ctx(), "/", after, limit+1)
+	if err != nil {
+		h.fail(err, targetBucket)
+		return
+	}
+	for i, fi := range page {
+		if !strings.HasPrefix(fi.Name, prefix) {
+			break // names past the prefix: the listing ends
+		}
+		if i == limit {
+			res.ContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(page[i-1].Name))
 			break
 		}
-		after = page[len(page)-1].Name
+		if fi.IsDir {
+			res.Buckets = append(res.Buckets, bucketXML{Name: fi.Name, CreationDate: fi.ModTime.UTC().Format(timeFormat)})
+		}
 	}
-	writeXML(h.w, h.r, listBucketsResult{Owner: owner, Buckets: out})
+	writeXML(h.w, h.r, res)
 }
 
 type objectXML struct {

@@ -37,9 +37,9 @@ var (
 )
 
 // StreamGroup implements view.StreamGrouper from the stream's config in
-// core (held in memory).
+// core's catalog record (no segment state is read).
 func (v *View) StreamGroup(ctx context.Context, tenant, stream string) string {
-	st, err := v.store.GetStream(ctx, tenant, stream)
+	st, err := v.store.StreamInfo(ctx, tenant, stream)
 	if err != nil {
 		return ""
 	}
@@ -67,7 +67,7 @@ func (v *View) stream(ctx context.Context, tenant, name string) (tiering.StreamR
 	if err != nil || !ok {
 		return r, false, err
 	}
-	st, err := v.store.GetStream(ctx, tenant, name)
+	st, err := v.store.StreamInfo(ctx, tenant, name)
 	if errors.Is(err, core.ErrNotFound) {
 		return r, false, nil
 	}
@@ -185,16 +185,24 @@ func (v *View) ReadDir(ctx context.Context, dir, after string, limit int) ([]vie
 	}
 }
 
+// listTenants reads the tenants from core's catalog a page at a time, from
+// the requested position: a page costs what it returns however many
+// tenants the node holds.
 func (v *View) listTenants(ctx context.Context, after string, limit int) ([]view.FileInfo, error) {
-	// Tenants live in core's memory, already sorted.
-	ts, err := v.store.ListTenants(ctx)
-	if err != nil {
-		return nil, err
-	}
-	i := sort.Search(len(ts), func(i int) bool { return ts[i].Name > after })
 	var out []view.FileInfo
-	for ; i < len(ts) && len(out) < limit; i++ {
-		out = append(out, dirInfo("/"+ts[i].Name, ts[i].Name, ts[i].Created))
+	for len(out) < limit {
+		want := min(limit-len(out), core.MaxListLimit)
+		ts, err := v.store.ListTenantsPage(ctx, after, want)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			out = append(out, dirInfo("/"+t.Name, t.Name, t.Created))
+		}
+		if len(ts) < want {
+			break
+		}
+		after = ts[len(ts)-1].Name
 	}
 	return out, nil
 }
