@@ -75,10 +75,10 @@ type Options struct {
 	// Name identifies the segment in the write-ahead log's frames.
 	Name string
 	// OnWrite, with a WAL, is called on the WAL's leader after records
-	// are written to the file at path, with the WAL position after their
+	// are written to the file at path, with the WAL position of their
 	// frame: the file holds data not yet synced that a checkpoint must
 	// sync before the WAL may drop that position.
-	OnWrite func(path string, walEnd uint64)
+	OnWrite func(path string, walPos uint64)
 }
 
 // Batch is one append.
@@ -150,8 +150,9 @@ type group struct {
 	done    chan struct{}
 	err     error
 	// With a WAL: sealed once the WAL's leader has taken the group, after
-	// which batches go to a new one; finished once done is closed.
-	sealed, finished bool
+	// which batches go to a new one; logged if its frame went into that
+	// round; finished once done is closed.
+	sealed, logged, finished bool
 }
 
 // Log is one segment's log. It is safe for concurrent use.
@@ -192,6 +193,7 @@ type Log struct {
 		// inflight counts WAL groups sealed and not yet done, during
 		// which recovery must wait.
 		inflight int
+		drained  chan struct{} // closed when inflight drops to 0, if set
 		// unapplied holds, in order, the records of groups durable in
 		// the WAL that could not be written to the file; recovery writes
 		// them before the log takes appends again, since the WAL will
@@ -465,6 +467,18 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.mu.closed = true
+	// Groups the WAL has taken are written to the files before they
+	// close: their offsets are in the WAL, and a log reopened on these
+	// files must continue after them.
+	for l.mu.inflight > 0 {
+		if l.mu.drained == nil {
+			l.mu.drained = make(chan struct{})
+		}
+		ch := l.mu.drained
+		l.mu.Unlock()
+		<-ch
+		l.mu.Lock()
+	}
 	// A leader in flight still writes the active file; it notices closed
 	// when it takes the lock again and closes the files then.
 	if !l.mu.leading && l.mu.inflight == 0 {

@@ -42,6 +42,7 @@ func (w walGroup) Seal() [][]byte {
 		return nil
 	}
 	l.mu.inflight++
+	g.logged = true
 	body := make([][]byte, 0, len(g.recs)+1)
 	body = append(body, wal.AppendSegmentHeader(nil, l.opts.Name, g.first))
 	return append(body, g.recs...)
@@ -50,7 +51,7 @@ func (w walGroup) Seal() [][]byte {
 // Done implements wal.Writer: once the group's frame is durable its
 // records go into the segment's file (unsynced: the WAL holds them) and
 // the batches are acknowledged.
-func (w walGroup) Done(end uint64, err error) {
+func (w walGroup) Done(pos uint64, err error) {
 	l, g := w.l, w.g
 	l.mu.Lock()
 	if g.finished {
@@ -58,26 +59,18 @@ func (w walGroup) Done(end uint64, err error) {
 		l.mu.Unlock()
 		return
 	}
-	l.mu.inflight--
 	if err != nil {
-		l.mu.Unlock()
-		l.fail(g, mapWALErr(err))
-		return
-	}
-	if l.mu.closed {
-		// The WAL holds the group and replays it at the next start; it is
-		// not acknowledged now.
-		g.finishLocked(ErrClosed)
-		if l.mu.inflight == 0 {
-			l.closeFilesLocked()
+		if g.logged {
+			l.doneInflightLocked()
 		}
 		l.mu.Unlock()
+		l.fail(g, mapWALErr(err))
 		return
 	}
 	cur := l.mu.files[len(l.mu.files)-1]
 	l.mu.Unlock()
 
-	if err := l.writeGroup(cur, g, end); err != nil {
+	if err := l.writeGroup(cur, g, pos); err != nil {
 		// Durable in the WAL, missing from the file: the file must get
 		// these records before any later ones, so they are kept for
 		// recovery, and the batches fail (they may have been stored, as
@@ -88,6 +81,7 @@ func (w walGroup) Done(end uint64, err error) {
 		}
 		l.mu.Lock()
 		l.mu.unapplied = append(l.mu.unapplied, unappliedGroup{first: g.first, recs: recs})
+		l.doneInflightLocked()
 		l.mu.Unlock()
 		l.fail(g, err)
 		return
@@ -97,9 +91,10 @@ func (w walGroup) Done(end uint64, err error) {
 	}
 }
 
-// writeGroup writes g's records at the end of the log's last file (rolling
-// to a new one first if they would overflow it) and commits them.
-func (l *Log) writeGroup(cur *file, g *group, end uint64) error {
+// writeGroup writes g's records, logged at WAL position pos, at the end of
+// the log's last file (rolling to a new one first if they would overflow
+// it) and commits them.
+func (l *Log) writeGroup(cur *file, g *group, pos uint64) error {
 	if cur.size > 0 && cur.size+g.size > l.opts.FileBytes {
 		// A file written by a release that preallocated may end in
 		// zeros: cut them, so that every file but the last ends with
@@ -127,7 +122,7 @@ func (l *Log) writeGroup(cur *file, g *group, end uint64) error {
 		return fmt.Errorf("write segment file %s: %w", cur.path, err)
 	}
 	if l.opts.OnWrite != nil {
-		l.opts.OnWrite(cur.path, end)
+		l.opts.OnWrite(cur.path, pos)
 	}
 	l.mu.Lock()
 	base := cur.size
@@ -149,11 +144,31 @@ func (l *Log) writeGroup(cur *file, g *group, end uint64) error {
 		l.mu.notify = make(chan struct{})
 	}
 	g.finishLocked(nil)
-	if l.mu.closed && l.mu.inflight == 0 {
-		l.closeFilesLocked()
-	}
+	l.doneInflightLocked()
 	l.mu.Unlock()
 	return nil
+}
+
+// doneInflightLocked counts a sealed group out; Close waits for none to
+// be left, so that a log reopened after it never assigns offsets that a
+// group still being written holds in the WAL.
+func (l *Log) doneInflightLocked() {
+	l.mu.inflight--
+	if l.mu.inflight == 0 && l.mu.drained != nil {
+		close(l.mu.drained)
+		l.mu.drained = nil
+	}
+}
+
+// FilePaths returns the paths of the log's files.
+func (l *Log) FilePaths() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, len(l.mu.files))
+	for i, f := range l.mu.files {
+		out[i] = f.path
+	}
+	return out
 }
 
 // reapplyLocked writes the records of groups the WAL holds but the file
@@ -172,6 +187,12 @@ func (l *Log) reapplyLocked() error {
 	}
 	if err := l.appendRaw(tail); err != nil {
 		return err
+	}
+	if l.opts.OnWrite != nil && l.opts.WAL != nil && len(tail) > 0 {
+		// Their frames may be anywhere in the WAL; marking the file dirty
+		// at the WAL's current end makes the next checkpoint sync it
+		// before it lets the WAL drop them.
+		l.opts.OnWrite(l.mu.files[len(l.mu.files)-1].path, l.opts.WAL.Applied())
 	}
 	l.mu.unapplied = nil
 	return l.recoverLocked()
@@ -266,13 +287,7 @@ func (l *Log) Replay(frames []wal.SegmentFrame) error {
 
 // Sync makes every file of the log durable.
 func (l *Log) Sync() error {
-	l.mu.Lock()
-	paths := make([]string, len(l.mu.files))
-	for i, f := range l.mu.files {
-		paths[i] = f.path
-	}
-	l.mu.Unlock()
-	for _, p := range paths {
+	for _, p := range l.FilePaths() {
 		if err := l.opts.Files.Sync(p); err != nil {
 			return err
 		}

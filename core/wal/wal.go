@@ -43,8 +43,8 @@ type Writer interface {
 	// meanwhile); Done is still called.
 	Seal() [][]byte
 	// Done is called in log order once the round is durable, with the
-	// position after the writer's frame, or with the error that failed
-	// the round. Done runs on the leader, before the next round starts:
+	// position of the writer's frame, or with the error that failed the
+	// round. Done runs on the leader, before the next round starts:
 	// it must not block on other writers.
 	Done(end uint64, err error)
 }
@@ -153,9 +153,10 @@ func (l *Log) Lead() {
 		}
 		hdrs = hdrs[:need]
 		bufs = bufs[:0]
-		ends := make([]uint64, len(ws))
+		at := make([]uint64, len(ws))
 		p, h := pos, 0
 		for i, b := range bodies {
+			at[i] = p
 			if b != nil {
 				hdr := hdrs[h : h+FrameHeaderSize]
 				h += FrameHeaderSize
@@ -167,7 +168,6 @@ func (l *Log) Lead() {
 					p += uint64(len(part))
 				}
 			}
-			ends[i] = p
 		}
 		var err error
 		if p > pos {
@@ -182,7 +182,7 @@ func (l *Log) Lead() {
 		l.mu.end = p
 		l.mu.Unlock()
 		for i, w := range ws {
-			w.Done(ends[i], nil)
+			w.Done(at[i], nil)
 		}
 		l.mu.Lock()
 		l.mu.applied = p

@@ -20,7 +20,8 @@ import (
 type recWriter struct {
 	body [][]byte
 	mu   sync.Mutex
-	end  uint64
+	pos  uint64 // of its frame
+	end  uint64 // after its frame
 	err  error
 	done chan struct{}
 }
@@ -30,9 +31,15 @@ func newRecWriter(body ...[]byte) *recWriter {
 }
 
 func (w *recWriter) Seal() [][]byte { return w.body }
-func (w *recWriter) Done(end uint64, err error) {
+func (w *recWriter) Done(pos uint64, err error) {
 	w.mu.Lock()
-	w.end, w.err = end, err
+	w.pos, w.err = pos, err
+	if err == nil {
+		w.end = pos + FrameHeaderSize
+		for _, b := range w.body {
+			w.end += uint64(len(b))
+		}
+	}
 	w.mu.Unlock()
 	close(w.done)
 }
@@ -370,7 +377,7 @@ func TestFilesCrash(t *testing.T) {
 			}
 			<-w.done
 			if w.err == nil {
-				acked[w.end-uint64(FrameHeaderSize+len(body))] = body
+				acked[w.pos] = body
 			}
 		}
 		fs = fs.Crash(rng)
