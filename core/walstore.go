@@ -76,6 +76,8 @@ type walState struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// replayedFrames is how many frames the last open replayed.
+	replayedFrames int
 }
 
 // checkpointRecord is the WAL's checkpoint (docs/format/wal.md).
@@ -159,6 +161,7 @@ func (s *Store) openWAL() error {
 		w.mu.untiered[ref] = struct{}{}
 		replayed++
 	}
+	w.replayedFrames = rec.Frames
 	w.log = wal.Open(wal.Options{Backend: be, Log: w.zl}, rec.End)
 	w.mu.since = rec.Start
 	if rec.Frames > 0 || rec.TornBytes > 0 {
@@ -395,6 +398,13 @@ func (w *walState) tiered(ref SegmentRef, l *segment.Log, offset uint64) error {
 	}
 	w.mu.Unlock()
 	return nil
+}
+
+// stopWithoutCheckpoint stops as a crash would (tests).
+func (w *walState) stopWithoutCheckpoint() {
+	close(w.stop)
+	<-w.done
+	w.log.Close()
 }
 
 // close stops checkpoints, closes the log (segments are closed already)

@@ -102,6 +102,12 @@ func (l *Log) writeGroup(cur *file, g *group, pos uint64) error {
 		if err := l.cutPrealloc(cur); err != nil {
 			return err
 		}
+		// A sealed file is synced once, here: recovery can only cut a
+		// torn tail off the last file, and a file left behind must hold
+		// every record up to the next file's first offset.
+		if err := l.opts.Files.Sync(cur.path); err != nil {
+			return err
+		}
 		f, err := l.createFile(g.first)
 		if err != nil {
 			return err
