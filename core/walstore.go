@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/core/segment"
+	"github.com/silt-io/silt/core/vfs"
 	"github.com/silt-io/silt/core/wal"
 	"github.com/silt-io/silt/internal/connlimit"
 )
@@ -61,6 +62,9 @@ type walState struct {
 	files *segment.FileCache
 	cfg   WALConfig
 	zl    *zap.Logger
+	fs    vfs.FS
+	// logsDir is where segment files live (for a filesystem-wide sync).
+	logsDir string
 
 	mu struct {
 		sync.Mutex
@@ -101,7 +105,7 @@ func walName(r streamRecord, seg string) string {
 // in the Activity set. The cost is in proportion to the log since the
 // last checkpoint, not to the number of streams.
 func (s *Store) openWAL() error {
-	w := &walState{cfg: s.cfg.WAL, zl: s.log.Named("wal"), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &walState{cfg: s.cfg.WAL, zl: s.log.Named("wal"), fs: s.fs, logsDir: s.logsDir(), stop: make(chan struct{}), done: make(chan struct{})}
 	w.mu.dirty = map[string]uint64{}
 	w.mu.untiered = map[SegmentRef]struct{}{}
 	w.files = segment.NewFileCache(s.fs, openFilesBudget(s.cfg))
@@ -329,13 +333,11 @@ func (w *walState) checkpoint(target uint64) error {
 	w.mu.Unlock()
 	// Taken out before the sync: a write after it marks its file dirty
 	// again, and is synced by a later checkpoint.
-	for i, p := range paths {
-		if err := w.files.Sync(p); err != nil {
-			for j := i; j < len(paths); j++ {
-				w.onWrite(paths[j], poss[j])
-			}
-			return err
+	if err := w.syncFiles(paths); err != nil {
+		for i := range paths {
+			w.onWrite(paths[i], poss[i])
 		}
+		return err
 	}
 	w.mu.Lock()
 	from := target
@@ -359,6 +361,24 @@ func (w *walState) checkpoint(target uint64) error {
 	w.mu.since = from
 	w.mu.Unlock()
 	return be.TruncateBefore(from)
+}
+
+// syncManyFiles is the number of files from which a checkpoint syncs the
+// whole filesystem at once where it can: with 64 busy segments, syncing
+// each file cost a journal commit apiece, competing with the WAL's own
+// syncs, and cut the appends' throughput by a fifth.
+const syncManyFiles = 8
+
+func (w *walState) syncFiles(paths []string) error {
+	if fs, ok := w.fs.(vfs.FSSyncer); ok && len(paths) >= syncManyFiles {
+		return fs.SyncFS(w.logsDir)
+	}
+	for _, p := range paths {
+		if err := w.files.Sync(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tiered is told by TruncateBefore that tiering holds a segment's events

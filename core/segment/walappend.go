@@ -67,6 +67,16 @@ func (w walGroup) Done(pos uint64, err error) {
 		l.fail(g, mapWALErr(err))
 		return
 	}
+	if l.mu.failed != nil {
+		// An earlier group failed its file write after it was logged
+		// while this one was being logged: it must follow that group
+		// into the file, at recovery.
+		l.keepUnappliedLocked(g)
+		err := l.mu.failed
+		l.mu.Unlock()
+		l.fail(g, err)
+		return
+	}
 	cur := l.mu.files[len(l.mu.files)-1]
 	l.mu.Unlock()
 
@@ -75,13 +85,8 @@ func (w walGroup) Done(pos uint64, err error) {
 		// these records before any later ones, so they are kept for
 		// recovery, and the batches fail (they may have been stored, as
 		// a retry with the same writer id will be told).
-		recs := make([]byte, 0, g.size)
-		for _, r := range g.recs {
-			recs = append(recs, r...)
-		}
 		l.mu.Lock()
-		l.mu.unapplied = append(l.mu.unapplied, unappliedGroup{first: g.first, recs: recs})
-		l.doneInflightLocked()
+		l.keepUnappliedLocked(g)
 		l.mu.Unlock()
 		l.fail(g, err)
 		return
@@ -89,6 +94,17 @@ func (w walGroup) Done(pos uint64, err error) {
 	if l.opts.OnCommit != nil {
 		l.opts.OnCommit()
 	}
+}
+
+// keepUnappliedLocked keeps a logged group's records for recovery to
+// write, and counts the group out.
+func (l *Log) keepUnappliedLocked(g *group) {
+	recs := make([]byte, 0, g.size)
+	for _, r := range g.recs {
+		recs = append(recs, r...)
+	}
+	l.mu.unapplied = append(l.mu.unapplied, unappliedGroup{first: g.first, recs: recs})
+	l.doneInflightLocked()
 }
 
 // writeGroup writes g's records, logged at WAL position pos, at the end of

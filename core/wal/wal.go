@@ -10,6 +10,13 @@
 // taking batches until the leader seals it, so a busy segment puts all of
 // its batches of one round into one frame.
 //
+// Acknowledging a round (each writer's Done, which writes its segment's
+// file) is pipelined with the next round: the leader hands a durable round
+// to the log's applier goroutine and goes on to write and sync the next
+// one, so that the many file writes of a round over many segments overlap
+// the next sync instead of adding to it. The applier calls Done in log
+// order, one round after the other.
+//
 // A failed write or sync poisons the log: every writer of that round and
 // every one queued behind it fails, and nothing is acknowledged until a
 // later write (after a short pause) has cut the failed one away.
@@ -44,8 +51,8 @@ type Writer interface {
 	Seal() [][]byte
 	// Done is called in log order once the round is durable, with the
 	// position of the writer's frame, or with the error that failed the
-	// round. Done runs on the leader, before the next round starts:
-	// it must not block on other writers.
+	// round. Done runs on the log's applier, while the next round may be
+	// written: it must not block on other writers.
 	Done(end uint64, err error)
 }
 
@@ -62,6 +69,11 @@ type Log struct {
 	opts Options
 	be   Backend
 
+	// rounds carries written rounds (or failed ones) from the leader to
+	// the applier, in log order.
+	rounds  chan round
+	applied chan struct{} // closed when the applier ends
+
 	mu struct {
 		sync.Mutex
 		queue    []Writer
@@ -75,8 +87,17 @@ type Log struct {
 	}
 }
 
+// round is one leader's write: its writers, each one's frame position, and
+// the error that failed it (then end is unused).
+type round struct {
+	ws  []Writer
+	at  []uint64
+	end uint64
+	err error
+}
+
 // Open returns a Log that writes at end, the position Backend.Recover
-// returned.
+// returned. Close stops its applier goroutine.
 func Open(opts Options, end uint64) *Log {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
@@ -87,7 +108,29 @@ func Open(opts Options, end uint64) *Log {
 	l := &Log{opts: opts, be: opts.Backend}
 	l.mu.end, l.mu.applied = end, end
 	l.mu.idle = sync.NewCond(&l.mu.Mutex)
+	l.rounds = make(chan round, 1)
+	l.applied = make(chan struct{})
+	go l.apply()
 	return l
+}
+
+// apply acknowledges rounds in log order.
+func (l *Log) apply() {
+	defer close(l.applied)
+	for r := range l.rounds {
+		for i, w := range r.ws {
+			if r.err != nil {
+				w.Done(0, r.err)
+			} else {
+				w.Done(r.at[i], nil)
+			}
+		}
+		if r.err == nil {
+			l.mu.Lock()
+			l.mu.applied = r.end
+			l.mu.Unlock()
+		}
+	}
 }
 
 // Enqueue queues w for the next round. It reports whether the caller must
@@ -125,12 +168,14 @@ func (l *Log) Lead() {
 		ws := l.mu.queue
 		if len(ws) == 0 || l.mu.closed {
 			l.mu.queue = nil
+			l.mu.Unlock()
+			if len(ws) > 0 {
+				l.rounds <- round{ws: ws, err: ErrClosed}
+			}
+			l.mu.Lock()
 			l.mu.leading = false
 			l.mu.idle.Broadcast()
 			l.mu.Unlock()
-			for _, w := range ws {
-				w.Done(0, ErrClosed)
-			}
 			return
 		}
 		l.mu.queue = nil
@@ -181,12 +226,7 @@ func (l *Log) Lead() {
 		l.mu.Lock()
 		l.mu.end = p
 		l.mu.Unlock()
-		for i, w := range ws {
-			w.Done(at[i], nil)
-		}
-		l.mu.Lock()
-		l.mu.applied = p
-		l.mu.Unlock()
+		l.rounds <- round{ws: ws, at: at, end: p}
 	}
 }
 
@@ -202,9 +242,7 @@ func (l *Log) fail(ws []Writer, err error) {
 	l.mu.queue = nil
 	l.mu.Unlock()
 	l.opts.Log.Error("write-ahead log write failed; appends fail until it recovers", zap.Error(err))
-	for _, w := range ws {
-		w.Done(0, err)
-	}
+	l.rounds <- round{ws: ws, err: err}
 }
 
 // End returns the position after the last durable frame.
@@ -226,8 +264,8 @@ func (l *Log) Applied() uint64 {
 // must not run concurrently with each other.
 func (l *Log) Backend() Backend { return l.be }
 
-// Close fails writers still queued, waits for a round in flight and
-// closes the backend.
+// Close fails writers still queued, waits for the round in flight to be
+// written and acknowledged, stops the applier and closes the backend.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.mu.closed {
@@ -241,8 +279,10 @@ func (l *Log) Close() error {
 	ws := l.mu.queue
 	l.mu.queue = nil
 	l.mu.Unlock()
-	for _, w := range ws {
-		w.Done(0, ErrClosed)
+	if len(ws) > 0 {
+		l.rounds <- round{ws: ws, err: ErrClosed}
 	}
+	close(l.rounds)
+	<-l.applied
 	return l.be.Close()
 }
