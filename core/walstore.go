@@ -82,6 +82,10 @@ type walState struct {
 	done chan struct{}
 	// replayedFrames is how many frames the last open replayed.
 	replayedFrames int
+	// fresh is set when the WAL had no checkpoint: a first start, or a
+	// data directory from a release without a WAL, whose segments the
+	// WAL cannot tell apart (any may hold untiered events).
+	fresh bool
 }
 
 // checkpointRecord is the WAL's checkpoint (docs/format/wal.md).
@@ -145,10 +149,19 @@ func (s *Store) openWAL() error {
 		be.Close()
 		return fmt.Errorf("recover write-ahead log: %w", err)
 	}
-	for _, ref := range cp.Untiered {
-		w.mu.untiered[ref] = struct{}{}
-	}
 	streams := map[string]*streamRecord{}
+	for _, ref := range cp.Untiered {
+		// A segment of a stream deleted since is dropped here, so that the
+		// set does not keep it for ever.
+		_, _, ok, err := s.walSegment(walName(streamRecord{Stream: Stream{Tenant: ref.Tenant, Name: ref.Stream}, Incarnation: ref.Incarnation}, ref.Segment), streams)
+		if err != nil {
+			be.Close()
+			return err
+		}
+		if ok {
+			w.mu.untiered[ref] = struct{}{}
+		}
+	}
 	replayed := 0
 	for _, name := range order {
 		ref, r, ok, err := s.walSegment(name, streams)
@@ -167,6 +180,7 @@ func (s *Store) openWAL() error {
 		replayed++
 	}
 	w.replayedFrames = rec.Frames
+	w.fresh = data == nil
 	w.log = wal.Open(wal.Options{Backend: be, Log: w.zl}, rec.End)
 	w.mu.since = rec.Start
 	if rec.Frames > 0 || rec.TornBytes > 0 {
@@ -419,13 +433,6 @@ func (w *walState) tiered(ref SegmentRef, l *segment.Log, offset uint64) error {
 	}
 	w.mu.Unlock()
 	return nil
-}
-
-// stopWithoutCheckpoint stops as a crash would (tests).
-func (w *walState) stopWithoutCheckpoint() {
-	close(w.stop)
-	<-w.done
-	w.log.Close()
 }
 
 // close stops checkpoints, closes the log (segments are closed already)

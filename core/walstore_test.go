@@ -252,7 +252,7 @@ func TestCheckpointRecordsUntiered(t *testing.T) {
 	s.closeLogs()
 	s.cat.Close()
 	s = mustOpenFS(t, cfg, vfs.OS{})
-	defer s.Close()
+	defer func() { s.Close() }()
 	if got := untieredNames(s); got != "a,c" {
 		t.Fatalf("after a crash the untiered set is %q, want a,c", got)
 	}
@@ -266,6 +266,28 @@ func TestCheckpointRecordsUntiered(t *testing.T) {
 	for _, name := range []string{"a", "c"} {
 		if !marked[name] {
 			t.Errorf("segment of %s not marked in the Activity set at start", name)
+		}
+	}
+	// A deleted stream leaves the set, and its frames are not replayed.
+	if _, err := s.Append(ctx, AppendRequest{Tenant: "tnt", Stream: "c", Events: [][]byte{[]byte("z")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteStream(ctx, "tnt", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteStream(ctx, "tnt", "c"); err != nil {
+		t.Fatal(err)
+	}
+	s.wal.stopWithoutCheckpoint()
+	s.closeLogs()
+	s.cat.Close()
+	s = mustOpenFS(t, cfg, vfs.OS{})
+	if got := untieredNames(s); got != "" {
+		t.Fatalf("after deleting a and c the untiered set is %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "logs", "tnt")); err == nil {
+		if ents, _ := os.ReadDir(filepath.Join(dir, "logs", "tnt")); len(ents) != 1 {
+			t.Fatalf("log dirs after replay: %v; want only b's", ents)
 		}
 	}
 }
@@ -407,4 +429,11 @@ func TestSegmentWriteFailureReapplied(t *testing.T) {
 	if got := strings.Join(readAll(t, s, "tnt", "s", "0"), ","); got != "one,two,three" {
 		t.Fatalf("segment holds %s", got)
 	}
+}
+
+// stopWithoutCheckpoint stops as a crash would (tests).
+func (w *walState) stopWithoutCheckpoint() {
+	close(w.stop)
+	<-w.done
+	w.log.Close()
 }
