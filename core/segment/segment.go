@@ -153,6 +153,9 @@ type group struct {
 	// which batches go to a new one; logged if its frame went into that
 	// round; finished once done is closed.
 	sealed, logged, finished bool
+	// file, with a WAL, is the new file Seal created for the group when
+	// it would not fit in the last one.
+	file *file
 }
 
 // Log is one segment's log. It is safe for concurrent use.
@@ -193,7 +196,10 @@ type Log struct {
 		// inflight counts WAL groups sealed and not yet done, during
 		// which recovery must wait.
 		inflight int
-		drained  chan struct{} // closed when inflight drops to 0, if set
+		// tail, with a WAL, is the size the last file will have once
+		// every sealed group is written: Seal decides rolls by it.
+		tail    int64
+		drained chan struct{} // closed when inflight drops to 0, if set
 		// unapplied holds, in order, the records of groups durable in
 		// the WAL that could not be written to the file; recovery writes
 		// them before the log takes appends again, since the WAL will
@@ -311,6 +317,7 @@ func (l *Log) recoverLocked() error {
 	}
 	l.mu.next = next
 	l.mu.committed = next
+	l.mu.tail = l.mu.files[len(l.mu.files)-1].size
 	if err := l.reapplyLocked(); err != nil {
 		return err
 	}

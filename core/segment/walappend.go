@@ -30,7 +30,6 @@ func mapWALErr(err error) error {
 func (w walGroup) Seal() [][]byte {
 	l, g := w.l, w.g
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.mu.pending == g {
 		l.mu.pending = nil
 	}
@@ -39,10 +38,36 @@ func (w walGroup) Seal() [][]byte {
 		g.finishLocked(ErrClosed)
 	}
 	if g.finished || len(g.recs) == 0 {
+		l.mu.Unlock()
 		return nil
 	}
 	l.mu.inflight++
 	g.logged = true
+	roll := l.mu.tail > 0 && l.mu.tail+g.size > l.opts.FileBytes
+	if !roll {
+		l.mu.tail += g.size
+	}
+	l.mu.Unlock()
+	if roll {
+		// The group's file is created before the group is logged, so
+		// that a disk that cannot give it one refuses the batches while
+		// they are stored nowhere (a retry is then not a duplicate).
+		// Only this leader seals this segment's groups: nobody else
+		// decides a roll meanwhile.
+		f, err := l.createFile(g.first)
+		if err != nil {
+			l.mu.Lock()
+			g.logged = false
+			l.doneInflightLocked()
+			l.mu.Unlock()
+			l.fail(g, err)
+			return nil
+		}
+		l.mu.Lock()
+		g.file = f
+		l.mu.tail = g.size
+		l.mu.Unlock()
+	}
 	body := make([][]byte, 0, len(g.recs)+1)
 	body = append(body, wal.AppendSegmentHeader(nil, l.opts.Name, g.first))
 	return append(body, g.recs...)
@@ -108,10 +133,10 @@ func (l *Log) keepUnappliedLocked(g *group) {
 }
 
 // writeGroup writes g's records, logged at WAL position pos, at the end of
-// the log's last file (rolling to a new one first if they would overflow
-// it) and commits them.
+// the log's last file, or in the new file Seal created for them, and
+// commits them.
 func (l *Log) writeGroup(cur *file, g *group, pos uint64) error {
-	if cur.size > 0 && cur.size+g.size > l.opts.FileBytes {
+	if g.file != nil {
 		// A file written by a release that preallocated may end in
 		// zeros: cut them, so that every file but the last ends with
 		// its data.
@@ -124,15 +149,11 @@ func (l *Log) writeGroup(cur *file, g *group, pos uint64) error {
 		if err := l.opts.Files.Sync(cur.path); err != nil {
 			return err
 		}
-		f, err := l.createFile(g.first)
-		if err != nil {
-			return err
-		}
 		l.alloc = 0
 		l.mu.Lock()
-		l.mu.files = append(l.mu.files, f)
+		l.mu.files = append(l.mu.files, g.file)
 		l.mu.Unlock()
-		cur = f
+		cur = g.file
 	}
 	h, err := l.opts.Files.acquire(cur.path, false)
 	if err != nil {

@@ -130,8 +130,11 @@ func (b *Files) Recover(from uint64, fn func(pos uint64, body []byte) error) (Re
 	}
 	rec := Recovery{Start: from, End: from}
 	if len(starts) == 0 {
+		// The first file is created now rather than at the first append,
+		// so that appends need no new file (nor a free inode or block
+		// for one) until the log rolls.
 		b.starts, b.start, b.size, b.alloc = nil, from, 0, 0
-		return rec, nil
+		return rec, b.roll(from)
 	}
 	if from < starts[0] {
 		return rec, &CorruptionError{File: walName(starts[0]), Pos: from, Err: fmt.Errorf("%w: the checkpoint is at %d but the oldest file starts at %d", ErrCorrupt, from, starts[0])}
