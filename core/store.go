@@ -2,8 +2,9 @@
 // durable tier-1 logs behind them. core.Store only wires the pieces: the
 // catalog (pebble) for metadata and one core/segment log per segment.
 //
-// Every acknowledged append has been fdatasynced; concurrent appends to a
-// segment share one sync (group commit).
+// Every acknowledged append has been fdatasynced in the node's write-ahead
+// log (core/wal); concurrent appends to any segments share one sync (group
+// commit), and segment files are synced by checkpoints.
 package core
 
 import (
@@ -37,6 +38,9 @@ type Config struct {
 	Limits           Limits `koanf:"limits"`
 	DefaultSegments  int    `koanf:"default_segments" help:"segments of a stream created without a segment count"`
 	MaxReadBytes     int    `koanf:"max_read_bytes" help:"largest batch one read returns, in bytes"`
+	// MaxOpenFiles is the segment files' descriptor budget (walstore.go).
+	MaxOpenFiles int       `koanf:"max_open_files" help:"most segment files kept open at once; 0: half of what the connection caps leave of the file descriptor limit (docs/connections.md)"`
+	WAL          WALConfig `koanf:"wal"`
 }
 
 // DefaultConfig returns the embedded defaults.
@@ -47,6 +51,7 @@ func DefaultConfig() Config {
 		Limits:           Limits{MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20, MaxBatchEvents: 100_000, MaxSegments: 256},
 		DefaultSegments:  1,
 		MaxReadBytes:     4 << 20,
+		WAL:              defaultWALConfig(),
 	}
 }
 
@@ -60,6 +65,12 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultSegments < 1 || c.MaxReadBytes < 1 {
 		return fmt.Errorf("core: default_segments and max_read_bytes must be positive")
+	}
+	if c.MaxOpenFiles < 0 {
+		return fmt.Errorf("core: max_open_files must not be negative (0 derives it)")
+	}
+	if err := c.WAL.validate(); err != nil {
+		return err
 	}
 	return c.Limits.validate()
 }
@@ -77,6 +88,7 @@ type Store struct {
 	cat *catalog.Catalog
 	// activity holds the segments that may have events not yet in tier 2.
 	activity *Activity
+	wal      *walState
 
 	mu struct {
 		sync.RWMutex
@@ -126,8 +138,13 @@ func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
 	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity()}
 	s.mu.tenants = map[string]Tenant{}
 	s.mu.streams = map[string]*stream{}
+	if err := s.openWAL(); err != nil {
+		cat.Close()
+		return nil, err
+	}
 	if err := s.load(); err != nil {
 		s.closeLogs()
+		s.wal.close()
 		cat.Close()
 		return nil, err
 	}
@@ -197,7 +214,7 @@ func (s *Store) openStream(r streamRecord) (*stream, error) {
 	st := &stream{rec: r}
 	for _, seg := range r.Segments {
 		ref := SegmentRef{Tenant: r.Tenant, Stream: r.Name, Segment: seg.ID, Incarnation: r.Created.UnixNano()}
-		l, err := segment.Open(segment.Options{
+		l, err := segment.Open(s.wal.segmentOptions(segment.Options{
 			OnCommit:        func() { s.activity.Mark(ref) },
 			FS:              s.fs,
 			Dir:             filepath.Join(s.streamDir(r), seg.ID),
@@ -205,7 +222,7 @@ func (s *Store) openStream(r streamRecord) (*stream, error) {
 			MaxRecordBytes:  s.cfg.Limits.MaxBatchBytes + 64<<10,
 			WriterRetention: writerRetention,
 			Log:             s.log.With(zap.String("tenant", r.Tenant), zap.String("stream", r.Name), zap.String("segment", seg.ID)),
-		})
+		}, r, seg.ID, ref))
 		if err != nil {
 			for _, o := range st.logs {
 				o.Close()
@@ -239,7 +256,11 @@ func (s *Store) Close() error {
 	}
 	s.mu.closed = true
 	s.closeLogs()
-	return s.cat.Close()
+	werr := s.wal.close()
+	if err := s.cat.Close(); err != nil {
+		return err
+	}
+	return werr
 }
 
 // Catalog gives other packages (acl, tiering) the shared metadata store.

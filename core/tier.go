@@ -49,7 +49,12 @@ func (s *Store) TruncateBefore(tenant, stream, segmentID string, offset uint64) 
 	if _, err := log.TruncateBefore(offset); err != nil {
 		return mapSegmentErr(err)
 	}
-	return nil
+	st, err := s.stream(tenant, stream)
+	if err != nil {
+		return err
+	}
+	ref := SegmentRef{Tenant: tenant, Stream: stream, Segment: segmentID, Incarnation: st.rec.Created.UnixNano()}
+	return s.wal.tiered(ref, log, offset)
 }
 
 // Activity returns the set of segments that may hold events not yet in

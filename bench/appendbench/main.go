@@ -7,6 +7,8 @@
 //     fdatasync after each;
 //   - silt in-process (core.Store.Append) with 1, 16 and 256 concurrent
 //     producers of 1 KiB events;
+//   - 64 synchronous in-process producers on 64 streams against the same
+//     on one stream, in alternating slices (streams.go);
 //   - silt over HTTP against a real `silt serve` child process: 1, 16 and
 //     256 synchronous producers, and 256 batching SDK producers, with the
 //     server's peak RSS;
@@ -61,7 +63,7 @@ func main() {
 	silt := flag.String("silt", "bin/silt", "silt binary for the HTTP cases (build with make build)")
 	httpCases := flag.Bool("http", true, "run the HTTP cases against a silt serve child process")
 	serverFlags := flag.String("server-flags", "", "extra flags for the silt serve child, space separated (e.g. --api.max_inflight_bytes=67108864)")
-	cases := flag.String("cases", "inproc,http-sync,http-batch,http-floor,http-paired", "cases to run besides the baselines, comma separated: inproc, http-sync, http-batch, http-floor, http-paired")
+	cases := flag.String("cases", "inproc,streams,http-sync,http-batch,http-floor,http-paired", "cases to run besides the baselines, comma separated: inproc, streams, http-sync, http-batch, http-floor, http-paired")
 	floorAddr := flag.String("serve-floor", "", "run as the http-floor case's no-op server child on this address")
 	pairs := flag.Int("pairs", 10, "http-paired: pairs of slices (fsync loop, then one synchronous HTTP producer)")
 	slice := flag.Duration("slice", time.Second, "http-paired: length of each slice")
@@ -73,11 +75,11 @@ func main() {
 	want := map[string]bool{}
 	for _, c := range strings.Split(*cases, ",") {
 		switch c = strings.TrimSpace(c); c {
-		case "inproc", "http-sync", "http-batch", "http-floor", "http-paired":
+		case "inproc", "streams", "http-sync", "http-batch", "http-floor", "http-paired":
 			want[c] = true
 		case "":
 		default:
-			fatal(fmt.Errorf("unknown case %q in -cases (want inproc, http-sync, http-batch, http-floor or http-paired)", c))
+			fatal(fmt.Errorf("unknown case %q in -cases (want inproc, streams, http-sync, http-batch, http-floor or http-paired)", c))
 		}
 	}
 	// A run cut short leaves its data behind; start from nothing.
@@ -97,6 +99,9 @@ func main() {
 		for _, n := range []int{1, 16, 256} {
 			rs = append(rs, inProcess(*dir, n, *dur))
 		}
+	}
+	if want["streams"] {
+		rs = append(rs, streamsRuns(*dir, 64, 3, *dur)...)
 	}
 	if *httpCases && (want["http-sync"] || want["http-batch"]) {
 		hr, err := httpRuns(*silt, *dir, *dur, strings.Fields(*serverFlags), want["http-sync"], want["http-batch"])

@@ -63,8 +63,20 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 		}
 	}
 	g := l.mu.pending
+	walLead := false
 	if g == nil {
 		g = &group{first: l.mu.next, next: l.mu.next, done: make(chan struct{})}
+		if l.opts.WAL != nil {
+			// Queued in the WAL at once: it keeps taking batches until
+			// the WAL's leader seals it, and the WAL orders this
+			// segment's groups as their offsets are.
+			var err error
+			if walLead, err = l.opts.WAL.Enqueue(walGroup{l, g}); err != nil {
+				l.mu.Unlock()
+				putBuf(buf)
+				return Result{}, mapWALErr(err)
+			}
+		}
 		l.mu.pending = g
 	}
 	res := Result{FirstOffset: l.mu.next, Count: len(b.Events)}
@@ -78,7 +90,7 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 		l.mu.writers[b.WriterID] = ws
 		g.writers = append(g.writers, ws)
 	}
-	lead := !l.mu.leading
+	lead := l.opts.WAL == nil && !l.mu.leading
 	if lead {
 		l.mu.leading = true
 	}
@@ -86,6 +98,9 @@ func (l *Log) Append(ctx context.Context, b Batch) (Result, error) {
 
 	if lead {
 		l.lead()
+	}
+	if walLead {
+		l.opts.WAL.Lead()
 	}
 	select {
 	case <-g.done:
@@ -131,7 +146,7 @@ func (l *Log) usableLocked() error {
 	if l.mu.failed == nil {
 		return nil
 	}
-	if l.mu.leading || l.opts.Now().Sub(l.mu.failedAt) < retryAfterFailure {
+	if l.mu.leading || l.mu.inflight > 0 || l.opts.Now().Sub(l.mu.failedAt) < retryAfterFailure {
 		return l.mu.failed
 	}
 	cause := l.mu.failed
@@ -156,15 +171,13 @@ func (l *Log) lead() {
 				l.closeFilesLocked()
 				if g != nil {
 					l.mu.pending = nil
-					g.err = ErrClosed
-					close(g.done)
+					g.finishLocked(ErrClosed)
 				}
 			}
 			l.mu.Unlock()
 			return
 		}
 		l.mu.pending = nil
-		active := l.mu.active
 		cur := l.mu.files[len(l.mu.files)-1]
 		roll := cur.size > 0 && cur.size+g.size > l.opts.FileBytes
 		l.mu.Unlock()
@@ -172,30 +185,33 @@ func (l *Log) lead() {
 		if roll {
 			// The file being sealed loses its zero-filled tail first, so
 			// that every file but the active one ends with its data.
-			err := l.cutPrealloc(active, cur.size)
+			err := l.cutPrealloc(cur)
 			var f *file
-			var w vfs.File
 			if err == nil {
-				f, w, err = l.createFile(g.first)
+				f, err = l.createFile(g.first)
 			}
 			if err != nil {
 				l.fail(g, err)
 				continue
 			}
-			active.Close()
-			active = w
 			l.alloc = 0
 			l.mu.Lock()
 			l.mu.files = append(l.mu.files, f)
-			l.mu.active = w
 			cur = f
 			l.mu.Unlock()
 		}
+		h, err := l.opts.Files.acquire(cur.path, false)
+		if err != nil {
+			l.fail(g, err)
+			continue
+		}
+		active := h.f
 		l.noteCommit(g.size)
-		err := l.write(active, cur.size, g.recs, g.size)
+		err = l.write(active, cur.size, g.recs, g.size)
 		if err == nil {
 			err = active.Sync()
 		}
+		l.opts.Files.release(h)
 		if err != nil {
 			l.fail(g, err)
 			continue
@@ -214,10 +230,12 @@ func (l *Log) lead() {
 		for _, ws := range g.writers {
 			ws.g = nil
 		}
-		close(l.mu.notify)
-		l.mu.notify = make(chan struct{})
+		if !l.mu.closed { // Close closed notify already
+			close(l.mu.notify)
+			l.mu.notify = make(chan struct{})
+		}
+		g.finishLocked(nil)
 		l.mu.Unlock()
-		close(g.done)
 		if l.opts.OnCommit != nil {
 			l.opts.OnCommit()
 		}
@@ -243,10 +261,21 @@ func (l *Log) fail(g *group, err error) {
 	l.mu.next = l.mu.committed
 	l.mu.Unlock()
 	l.log.Error("segment log write failed; appends fail until it recovers", zapDir(l.opts.Dir), zapErr(err))
+	l.mu.Lock()
 	for _, x := range groups {
-		x.err = err
-		close(x.done)
+		x.finishLocked(err)
 	}
+	l.mu.Unlock()
+}
+
+// finishLocked ends g's wait, once, with err. l.mu must be held.
+func (g *group) finishLocked(err error) {
+	if g.finished {
+		return
+	}
+	g.finished = true
+	g.err = err
+	close(g.done)
 }
 
 // preallocMinCommit is the commit size from which zero-filling ahead stops
@@ -302,10 +331,17 @@ func (l *Log) write(w vfs.File, pos int64, bufs [][]byte, n int64) error {
 }
 
 // cutPrealloc truncates the active file to its data and syncs the cut.
-func (l *Log) cutPrealloc(w vfs.File, size int64) error {
+func (l *Log) cutPrealloc(cur *file) error {
+	size := cur.size
 	if l.alloc <= size {
 		return nil
 	}
+	h, err := l.opts.Files.acquire(cur.path, false)
+	if err != nil {
+		return fmt.Errorf("cut preallocated tail: %w", err)
+	}
+	defer l.opts.Files.release(h)
+	w := h.f
 	if err := w.Truncate(size); err != nil {
 		return fmt.Errorf("cut preallocated tail: %w", err)
 	}

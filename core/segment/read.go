@@ -41,6 +41,18 @@ func (l *Log) State() State {
 // least one event) starting at offset from, and the offset to read next.
 // Reading at the committed end returns no events.
 func (l *Log) Read(from uint64, maxEvents, maxBytes int) ([]Event, uint64, error) {
+	for try := 0; ; try++ {
+		evs, next, err := l.read(from, maxEvents, maxBytes)
+		if errors.Is(err, os.ErrNotExist) && try < 3 {
+			// The file was truncated away after it was located: look
+			// again, which now answers ErrOutOfRange.
+			continue
+		}
+		return evs, next, err
+	}
+}
+
+func (l *Log) read(from uint64, maxEvents, maxBytes int) ([]Event, uint64, error) {
 	l.mu.Lock()
 	if l.mu.closed {
 		l.mu.Unlock()
@@ -65,7 +77,12 @@ func (l *Log) Read(from uint64, maxEvents, maxBytes int) ([]Event, uint64, error
 
 	// Reading happens without the lock: the committed prefix of a file
 	// never changes.
-	rd := record.NewReader(f.r, start.pos, size, l.opts.MaxRecordBytes+record.HeaderSize)
+	h, err := l.opts.Files.acquire(f.path, false)
+	if err != nil {
+		return nil, from, err
+	}
+	defer l.opts.Files.release(h)
+	rd := record.NewReader(h.f, start.pos, size, l.opts.MaxRecordBytes+record.HeaderSize)
 	off := start.offset
 	var out []Event
 	bytes := 0
@@ -129,17 +146,23 @@ const minMappedScan = 1 << 20
 // scanReader returns a record reader for [pos, end) of f, over a memory
 // mapping of that range where the file can be mapped (release unmaps
 // it), else reading ahead in 1 MiB steps.
-func (l *Log) scanReader(f *file, pos, end int64) (rd *record.Reader, release func()) {
+func (l *Log) scanReader(f *file, pos, end int64) (rd *record.Reader, release func(), err error) {
 	maxBody := l.opts.MaxRecordBytes + record.HeaderSize
-	if m, ok := f.r.(vfs.Mapper); ok && end-pos >= minMappedScan {
+	h, err := l.opts.Files.acquire(f.path, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m, ok := h.f.(vfs.Mapper); ok && end-pos >= minMappedScan {
 		base := pos &^ int64(os.Getpagesize()-1)
 		if mem, unmap, err := m.Map(base, int(end-base)); err == nil {
-			return record.NewMappedReader(mem, base, pos, end, maxBody), func() { unmap() }
+			// A mapping outlives its descriptor: give the descriptor back.
+			l.opts.Files.release(h)
+			return record.NewMappedReader(mem, base, pos, end, maxBody), func() { unmap() }, nil
 		}
 	}
-	rd = record.NewReader(f.r, pos, end, maxBody)
+	rd = record.NewReader(h.f, pos, end, maxBody)
 	rd.ReadAhead(scanReadAhead)
-	return rd, func() {}
+	return rd, func() { l.opts.Files.release(h) }, nil
 }
 
 // Scan calls fn, in order, for every record holding events in [from, to)
@@ -149,7 +172,7 @@ func (l *Log) scanReader(f *file, pos, end int64) (rd *record.Reader, release fu
 // caller that streams them onward (the tierer) touches each byte once. An
 // error from fn stops the scan and is returned.
 func (l *Log) Scan(from, to uint64, fn func(first uint64, timeUnixNano int64, events [][]byte) error) error {
-	for from < to {
+	for gone := 0; from < to; {
 		l.mu.Lock()
 		if l.mu.closed {
 			l.mu.Unlock()
@@ -170,6 +193,11 @@ func (l *Log) Scan(from, to uint64, fn func(first uint64, timeUnixNano int64, ev
 			return nil
 		}
 		next, err := l.scanRange(files, from, to, fn)
+		if errors.Is(err, os.ErrNotExist) && gone < 3 {
+			// Truncated away after it was located: the next round says so.
+			gone++
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -185,7 +213,10 @@ func (l *Log) scanRange(files []*file, from, to uint64, fn func(uint64, int64, [
 	i, f, size, start := locate(files, from)
 	l.mu.Unlock()
 
-	rd, release := l.scanReader(f, start.pos, size)
+	rd, release, err := l.scanReader(f, start.pos, size)
+	if err != nil {
+		return from, err
+	}
 	defer release()
 	// A mapped page of a file that shrank under the mapping would fault
 	// when touched. Logs shrink only by cutting their preallocated tail,

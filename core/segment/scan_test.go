@@ -142,7 +142,13 @@ func TestScanMappedOSFiles(t *testing.T) {
 	if n := len(l.mu.files); n < 3 {
 		t.Fatalf("expected several files, got %d", n)
 	}
-	if _, ok := l.mu.files[0].r.(vfs.Mapper); !ok {
+	h, err := l.opts.Files.acquire(l.mu.files[0].path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok := h.f.(vfs.Mapper)
+	l.opts.Files.release(h)
+	if !ok {
 		t.Fatal("OS files do not map: the test would not cover the mapped path")
 	}
 	end := uint64(len(want))

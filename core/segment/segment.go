@@ -28,6 +28,7 @@ import (
 
 	"github.com/silt-io/silt/core/record"
 	"github.com/silt-io/silt/core/vfs"
+	"github.com/silt-io/silt/core/wal"
 )
 
 // Errors. The Store maps them onto core's sentinels.
@@ -62,6 +63,22 @@ type Options struct {
 	// OnCommit, if set, is called after each commit, outside the log's
 	// locks (the store marks the segment in its Activity set).
 	OnCommit func()
+	// Files holds the log's open descriptors; nil gives the log a cache
+	// of its own. A store shares one among all its logs, under its
+	// descriptor budget.
+	Files *FileCache
+	// WAL, if set, is the node's write-ahead log: an append is
+	// acknowledged once its record is durable there and written (not
+	// synced) to the segment's file. Without it the log syncs its own
+	// file at each commit, as a standalone log.
+	WAL *wal.Log
+	// Name identifies the segment in the write-ahead log's frames.
+	Name string
+	// OnWrite, with a WAL, is called on the WAL's leader after records
+	// are written to the file at path, with the WAL position of their
+	// frame: the file holds data not yet synced that a checkpoint must
+	// sync before the WAL may drop that position.
+	OnWrite func(path string, walPos uint64)
 }
 
 // Batch is one append.
@@ -93,12 +110,12 @@ type Event struct {
 // indexEvery is the spacing of the sparse in-memory index, in bytes.
 const indexEvery = 64 << 10
 
-// file is one log file. size is the committed (synced) size; readers never
-// look past it.
+// file is one log file. size is the committed size; readers never look
+// past it. Its descriptor lives in the FileCache.
 type file struct {
 	first uint64 // offset of the first event in the file
 	name  string
-	r     vfs.File // read handle
+	path  string
 	size  int64
 	index []indexEntry // sorted by offset; index[0] is at pos 0
 }
@@ -132,6 +149,13 @@ type group struct {
 	writers []*writerState
 	done    chan struct{}
 	err     error
+	// With a WAL: sealed once the WAL's leader has taken the group, after
+	// which batches go to a new one; logged if its frame went into that
+	// round; finished once done is closed.
+	sealed, logged, finished bool
+	// file, with a WAL, is the new file Seal created for the group when
+	// it would not fit in the last one.
+	file *file
 }
 
 // Log is one segment's log. It is safe for concurrent use.
@@ -160,17 +184,33 @@ type Log struct {
 	mu struct {
 		sync.Mutex
 		files     []*file
-		active    vfs.File // write handle of files[len-1]
-		next      uint64   // next offset to assign
-		committed uint64   // every offset below is durable
-		pending   *group   // queued, not yet being written
-		leading   bool     // a leader is writing
+		next      uint64 // next offset to assign
+		committed uint64 // every offset below is durable
+		pending   *group // queued, not yet being written
+		leading   bool   // a leader is writing
 		writers   map[string]*writerState
 		failed    error
 		failedAt  time.Time
 		closed    bool
 		notify    chan struct{} // closed and replaced on each commit
+		// inflight counts WAL groups sealed and not yet done, during
+		// which recovery must wait.
+		inflight int
+		// tail, with a WAL, is the size the last file will have once
+		// every sealed group is written: Seal decides rolls by it.
+		tail    int64
+		drained chan struct{} // closed when inflight drops to 0, if set
+		// unapplied holds, in order, the records of groups durable in
+		// the WAL that could not be written to the file; recovery writes
+		// them before the log takes appends again, since the WAL will
+		// replay them at the next start.
+		unapplied []unappliedGroup
 	}
+}
+
+type unappliedGroup struct {
+	first uint64
+	recs  []byte
 }
 
 // Open opens or creates the log in opts.Dir and recovers it: every file is
@@ -194,6 +234,9 @@ func Open(opts Options) (*Log, error) {
 	}
 	if opts.PreallocBytes == 0 {
 		opts.PreallocBytes = 1 << 20
+	}
+	if opts.Files == nil {
+		opts.Files = NewFileCache(opts.FS, 16)
 	}
 	l := &Log{opts: opts, log: opts.Log}
 	l.mu.notify = make(chan struct{})
@@ -254,26 +297,30 @@ func (l *Log) recoverLocked() error {
 		next = end
 	}
 	if len(l.mu.files) == 0 {
-		f, w, err := l.createFile(next)
+		f, err := l.createFile(next)
 		if err != nil {
 			return err
 		}
 		l.mu.files = []*file{f}
-		l.mu.active = w
 		l.alloc = 0
 	} else {
 		last := l.mu.files[len(l.mu.files)-1]
-		w, err := l.opts.FS.OpenRW(filepath.Join(l.opts.Dir, last.name))
+		h, err := l.opts.Files.acquire(last.path, false)
 		if err != nil {
 			return fmt.Errorf("open segment file %s: %w", last.name, err)
 		}
-		l.mu.active = w
-		if l.alloc, err = w.Size(); err != nil {
+		l.alloc, err = h.f.Size()
+		l.opts.Files.release(h)
+		if err != nil {
 			return fmt.Errorf("stat segment file %s: %w", last.name, err)
 		}
 	}
 	l.mu.next = next
 	l.mu.committed = next
+	l.mu.tail = l.mu.files[len(l.mu.files)-1].size
+	if err := l.reapplyLocked(); err != nil {
+		return err
+	}
 	l.mu.failed = nil
 	return nil
 }
@@ -284,16 +331,17 @@ func (l *Log) recoverLocked() error {
 func (l *Log) scanFile(first uint64, last bool) (*file, uint64, error) {
 	name := fileName(first)
 	path := filepath.Join(l.opts.Dir, name)
-	r, err := l.opts.FS.Open(path)
+	h, err := l.opts.Files.acquire(path, false)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open segment file %s: %w", path, err)
 	}
+	defer l.opts.Files.release(h)
+	r := h.f
 	size, err := r.Size()
 	if err != nil {
-		r.Close()
 		return nil, 0, fmt.Errorf("stat segment file %s: %w", path, err)
 	}
-	f := &file{first: first, name: name, r: r}
+	f := &file{first: first, name: name, path: path}
 	rd := record.NewReader(r, 0, size, l.opts.MaxRecordBytes+record.HeaderSize)
 	rd.ReadAhead(scanReadAhead) // one read per MiB, not two per record
 	off := first
@@ -306,24 +354,20 @@ func (l *Log) scanFile(first uint64, last bool) (*file, uint64, error) {
 		}
 		if errors.Is(err, record.ErrCorrupt) {
 			if zero, zerr := zeroTail(r, pos, size); zerr != nil {
-				r.Close()
 				return nil, 0, fmt.Errorf("scan segment file %s: %w", path, zerr)
 			} else if zero {
 				// Preallocated space: the data ends here.
 				break
 			}
 			if !last {
-				r.Close()
 				return nil, 0, &CorruptionError{Dir: l.opts.Dir, File: name, Pos: pos, Err: err}
 			}
-			if err := l.truncateTail(path, pos, size, err); err != nil {
-				r.Close()
+			if err := l.truncateTail(r, path, pos, size, err); err != nil {
 				return nil, 0, err
 			}
 			break
 		}
 		if err != nil {
-			r.Close()
 			return nil, 0, fmt.Errorf("scan segment file %s: %w", path, err)
 		}
 		if pos-lastIndexed >= indexEvery {
@@ -372,12 +416,7 @@ func zeroTail(r vfs.File, pos, size int64) (bool, error) {
 }
 
 // truncateTail cuts a damaged tail off the last file and syncs the cut.
-func (l *Log) truncateTail(path string, pos, size int64, cause error) error {
-	w, err := l.opts.FS.OpenRW(path)
-	if err != nil {
-		return fmt.Errorf("open %s to truncate torn tail: %w", path, err)
-	}
-	defer w.Close()
+func (l *Log) truncateTail(w vfs.File, path string, pos, size int64, cause error) error {
 	if err := w.Truncate(pos); err != nil {
 		return fmt.Errorf("truncate torn tail of %s: %w", path, err)
 	}
@@ -403,33 +442,28 @@ func (e *CorruptionError) Error() string {
 
 func (e *CorruptionError) Unwrap() error { return e.Err }
 
-func (l *Log) createFile(first uint64) (*file, vfs.File, error) {
+// createFile creates the file for offset first, its directory entry made
+// durable before any record goes into it. Its descriptor stays in the
+// cache for the writes that follow.
+func (l *Log) createFile(first uint64) (*file, error) {
 	name := fileName(first)
 	path := filepath.Join(l.opts.Dir, name)
-	w, err := l.opts.FS.Create(path)
+	h, err := l.opts.Files.acquire(path, true)
 	if err != nil {
-		return nil, nil, fmt.Errorf("create segment file %s: %w", path, err)
+		return nil, fmt.Errorf("create segment file %s: %w", path, err)
 	}
+	l.opts.Files.release(h)
 	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
-		w.Close()
-		return nil, nil, fmt.Errorf("sync segment dir %s: %w", l.opts.Dir, err)
+		return nil, fmt.Errorf("sync segment dir %s: %w", l.opts.Dir, err)
 	}
-	r, err := l.opts.FS.Open(path)
-	if err != nil {
-		w.Close()
-		return nil, nil, fmt.Errorf("open segment file %s: %w", path, err)
-	}
-	return &file{first: first, name: name, r: r, index: []indexEntry{{offset: first, pos: 0}}}, w, nil
+	return &file{first: first, name: name, path: path, index: []indexEntry{{offset: first, pos: 0}}}, nil
 }
 
 func (l *Log) closeFilesLocked() {
 	for _, f := range l.mu.files {
-		f.r.Close()
+		l.opts.Files.forget(f.path)
 	}
-	if l.mu.active != nil {
-		l.mu.active.Close()
-	}
-	l.mu.files, l.mu.active = nil, nil
+	l.mu.files = nil
 }
 
 // Close closes the log. Batches still queued fail with ErrClosed.
@@ -440,9 +474,21 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.mu.closed = true
-	// A leader in flight still owns the active file; it notices closed when
-	// it takes the lock again and closes the files then.
-	if !l.mu.leading {
+	// Groups the WAL has taken are written to the files before they
+	// close: their offsets are in the WAL, and a log reopened on these
+	// files must continue after them.
+	for l.mu.inflight > 0 {
+		if l.mu.drained == nil {
+			l.mu.drained = make(chan struct{})
+		}
+		ch := l.mu.drained
+		l.mu.Unlock()
+		<-ch
+		l.mu.Lock()
+	}
+	// A leader in flight still writes the active file; it notices closed
+	// when it takes the lock again and closes the files then.
+	if !l.mu.leading && l.mu.inflight == 0 {
 		l.closeFilesLocked()
 	}
 	close(l.mu.notify)

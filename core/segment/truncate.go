@@ -7,14 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
-
-// retiredGrace is how long the read handle of a removed file stays open.
-// Read looks up its file under the lock and then reads without it, so a
-// reader may still be inside a file that TruncateBefore just detached; the
-// unlinked file stays readable through the open handle until then.
-const retiredGrace = time.Minute
 
 // TruncateBefore removes the log files all of whose events are below
 // offset, oldest first, and returns how many it removed. The active (last)
@@ -51,12 +44,14 @@ func (l *Log) TruncateBefore(offset uint64) (int, error) {
 	writers := l.committedWritersLocked()
 	l.mu.Unlock()
 
-	// Detached handles close after a grace period, whatever happens below:
-	// the in-memory state already no longer refers to them.
-	for _, f := range detached {
-		r := f.r
-		time.AfterFunc(retiredGrace, func() { r.Close() })
-	}
+	// A reader still inside a detached file keeps its descriptor until it
+	// is done; a reader that located it but has not opened it yet finds
+	// it gone and looks again.
+	defer func() {
+		for _, f := range detached {
+			l.opts.Files.forget(f.path)
+		}
+	}()
 	// The writer table is rebuilt from the records at the next start; the
 	// records about to go must be remembered first, or a retry of a batch
 	// whose only trace was in them would be stored twice.

@@ -53,6 +53,13 @@ type FS interface {
 	SyncDir(dir string) error
 }
 
+// FSSyncer is implemented by filesystems that can make every file written
+// on them durable at once (OS on Linux: syncfs). A checkpoint that must
+// sync many files uses it instead of one sync per file.
+type FSSyncer interface {
+	SyncFS(dir string) error
+}
+
 // OS is the real filesystem.
 type OS struct{}
 

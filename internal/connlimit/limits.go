@@ -57,12 +57,17 @@ const (
 	perClientShare = 4
 )
 
+// reserve is the part of the descriptor limit nofile that the derived
+// connection caps leave to everything else (segment files first).
+func reserve(nofile uint64) uint64 {
+	return max(nofile/4, min(reserveFloor, nofile/2))
+}
+
 // Derive returns the default caps of each of heads heads under the
 // descriptor limit nofile: the limit less a reserve, split evenly, at
 // most derivedCeiling, and a quarter of that per client.
 func Derive(nofile uint64, heads int) Limits {
-	reserve := max(nofile/4, min(reserveFloor, nofile/2))
-	per := min((nofile-reserve)/uint64(max(heads, 1)), derivedCeiling)
+	per := min((nofile-reserve(nofile))/uint64(max(heads, 1)), derivedCeiling)
 	m := max(int(per), 1)
 	return Limits{Max: m, PerClient: max(m/perClientShare, 1)}
 }
@@ -102,4 +107,24 @@ func RaiseNofile() (soft, hard uint64, err error) {
 		lim = want
 	}
 	return lim.Cur, lim.Max, nil
+}
+
+// SegmentFiles is the share of the descriptor limit nofile that silt's
+// segment files may hold open (core.max_open_files when it is 0): half of
+// the reserve Derive leaves outside the heads' connections. The other
+// half is for the catalog, the write-ahead log, tier 2 and everything
+// else, so that connections at their caps and segment files at their
+// budget never exhaust the limit together.
+func SegmentFiles(nofile uint64) int {
+	return max(int(reserve(nofile)/2), 16)
+}
+
+// Nofile returns the soft descriptor limit in effect, 1024 if it cannot
+// be read.
+func Nofile() uint64 {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 1024
+	}
+	return lim.Cur
 }
