@@ -234,6 +234,7 @@ func (t *Tierer) commitChunks(ctx context.Context, ss *streamState, seg *segStat
 		seg.oldest = time.Time{}
 	}
 	seg.failures, seg.lastErr, seg.retryAt = 0, nil, time.Time{}
+	t.tierBack(seg)
 	t.mu.Unlock()
 	t.m.chunks.Add(float64(len(recs)))
 	t.m.bytes.Add(float64(bytes))

@@ -36,8 +36,8 @@ type SegmentStatus struct {
 	RetryAt       time.Time     `json:"retry_at,omitzero"`
 }
 
-// Status describes a stream's tiering. A stream that exists but has not
-// been scanned yet reports zeros.
+// Status describes a stream's tiering. A stream with no pending work is
+// not held in memory: its state comes from the catalog.
 func (t *Tierer) Status(tenant, stream string) (StreamStatus, error) {
 	out := StreamStatus{Tenant: tenant, Stream: stream}
 	now := t.now()
@@ -67,7 +67,13 @@ func (t *Tierer) Status(tenant, stream string) (StreamStatus, error) {
 		return StreamStatus{}, err
 	}
 	for _, seg := range st.Segments {
-		out.Segments = append(out.Segments, SegmentStatus{Segment: seg.ID})
+		r, err := GetSegment(t.cat, tenant, stream, seg.ID)
+		if err != nil {
+			return StreamStatus{}, err
+		}
+		out.Segments = append(out.Segments, SegmentStatus{
+			Segment: seg.ID, TieredOffset: r.Tiered, FirstTieredOffset: r.First, Chunks: r.Chunks, TieredBytes: r.Bytes, LastSeal: r.LastSeal,
+		})
 	}
 	return out, nil
 }
