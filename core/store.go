@@ -388,6 +388,11 @@ func (s *Store) CreateStream(ctx context.Context, tenant, name string, cfg Strea
 		return Stream{}, err
 	}
 	s.mu.streams[key] = st
+	// Tiering records a new stream (the read-only view lists it) when it
+	// next takes the set; it learns of streams no other way.
+	for _, seg := range st.rec.Segments {
+		s.activity.Mark(SegmentRef{Tenant: tenant, Stream: name, Segment: seg.ID, Incarnation: st.rec.Created.UnixNano()})
+	}
 	return s.describe(st), nil
 }
 
