@@ -142,7 +142,7 @@ func (c HDFSConfig) Validate() error {
 // RetryConfig is the capped exponential backoff after a failed upload.
 type RetryConfig struct {
 	Initial time.Duration `koanf:"initial" help:"wait after the first failed tier-2 upload"`
-	Max     time.Duration `koanf:"max" help:"longest wait between tier-2 upload retries"`
+	Max     time.Duration `koanf:"max" help:"longest wait between tier-2 upload retries: bounds how long catch-up waits after tier 2 returns"`
 }
 
 // DefaultConfig returns the embedded defaults.
@@ -157,7 +157,9 @@ func DefaultConfig() Config {
 		MaxBacklogBytes: 1 << 30,
 		Streams:         4,
 		ChunksInFlight:  8,
-		Retry:           RetryConfig{Initial: 200 * time.Millisecond, Max: 30 * time.Second},
+		// A short cap: a long one is how long catch-up waits after tier 2
+		// returns (25.6 s after a 90 s outage with a 30 s cap).
+		Retry: RetryConfig{Initial: 200 * time.Millisecond, Max: 2 * time.Second},
 	}
 }
 
