@@ -1,6 +1,7 @@
 package tiering
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -79,41 +80,51 @@ func (t *Tierer) scan(ctx context.Context) (more bool) {
 			group(id)
 		}
 	}
-	list := make([]*passGroup, 0, len(groups))
+	// The incarnations of one name go to one worker, oldest first: the
+	// removal of a deleted one's objects must not race the upload of its
+	// successor's, which have the same keys.
+	byName := map[string][]*passGroup{}
 	for _, g := range groups {
 		slices.Sort(g.segs)
-		list = append(list, g)
+		byName[g.id.key()] = append(byName[g.id.key()], g)
+	}
+	names := make([][]*passGroup, 0, len(byName))
+	for _, gs := range byName {
+		slices.SortFunc(gs, func(a, b *passGroup) int { return cmp.Compare(a.id.inc, b.id.inc) })
+		names = append(names, gs)
 	}
 	// Streams are tiered by up to cfg.Streams workers; each stream is one
 	// worker's for the whole pass, so its state needs no more locking than
 	// before.
 	var anyMore atomic.Bool
-	work := make(chan *passGroup)
+	work := make(chan []*passGroup)
 	var wg sync.WaitGroup
-	for range min(t.cfg.Streams, len(list)) {
+	for range min(t.cfg.Streams, len(names)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for g := range work {
-				t.passStream(ctx, g)
-				if g.more {
-					anyMore.Store(true)
+			for gs := range work {
+				for _, g := range gs {
+					t.passStream(ctx, g)
+					if g.more {
+						anyMore.Store(true)
+					}
 				}
 			}
 		}()
 	}
-	sent := 0
-	for _, g := range list {
+	var done []*passGroup
+	for _, gs := range names {
 		if ctx.Err() != nil {
 			break
 		}
-		work <- g
-		sent++
+		work <- gs
+		done = append(done, gs...)
 	}
 	close(work)
 	wg.Wait()
 	// Groups a cancelled pass never reached keep their work as it was.
-	for _, g := range list[:sent] {
+	for _, g := range done {
 		for _, seg := range g.segs {
 			delete(t.work, core.SegmentRef{Tenant: g.id.tenant, Stream: g.id.stream, Segment: seg, Incarnation: g.id.inc})
 		}
@@ -248,6 +259,7 @@ func (t *Tierer) untrack(id streamID) {
 	}
 	for _, seg := range ss.segs {
 		delete(t.mu.failing, seg)
+		t.backlog.Add(-seg.pending)
 	}
 	delete(t.mu.streams, id.key())
 }

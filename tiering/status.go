@@ -79,9 +79,31 @@ func (t *Tierer) Status(tenant, stream string) (StreamStatus, error) {
 }
 
 // Backpressure reports whether appends to a stream should be refused
-// because too much of it is not yet in tier 2 (tier 2 down or too slow).
-// The error wraps core.ErrUnavailable, which the API answers with 503.
+// because tier 1 is short of space or too much is not yet in tier 2 (tier
+// 2 down or too slow), and slows the append first as either nears
+// (diskspace.go). The error wraps core.ErrUnavailable, which the API
+// answers with 503 and Retry-After.
 func (t *Tierer) Backpressure(tenant, stream string) error {
+	p := t.diskPressure()
+	if p.refuse != nil {
+		t.m.refused.Inc()
+		return p.refuse
+	}
+	if t.cfg.MaxBacklogBytes > 0 {
+		if err := t.streamBacklog(tenant, stream); err != nil {
+			t.m.refused.Inc()
+			return err
+		}
+	}
+	if p.pace > 0 {
+		t.m.slowed.Inc()
+		time.Sleep(p.pace)
+	}
+	return nil
+}
+
+// streamBacklog applies the fixed per-stream bound, max_backlog_bytes.
+func (t *Tierer) streamBacklog(tenant, stream string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ss := t.mu.streams[tenant+"/"+stream]

@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,8 @@ type Options struct {
 	manual bool // tests drive scan themselves
 	// wrap, if set, wraps the store (tests count what a pass touches).
 	wrap func(tier1) tier1
+	// statDisk, if set, measures tier 1's filesystem (tests).
+	statDisk func(dir string) (avail, total uint64, err error)
 }
 
 // Tierer runs the tier policy. It is safe for concurrent use.
@@ -86,6 +89,11 @@ type Tierer struct {
 	// that runs passes.
 	work map[core.SegmentRef]struct{}
 	due  map[streamID]time.Time
+
+	statDisk func(dir string) (avail, total uint64, err error)
+	// backlog is the sum of the tracked segments' pending bytes, which
+	// Backpressure reads on every append.
+	backlog atomic.Int64
 
 	// passBytes bounds the tier-1 bytes one count reads
 	// (maxScanBytesPerPass; tests lower it).
@@ -165,6 +173,10 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	t := &Tierer{cfg: cfg, store: store, cat: store.Catalog(), be: be, log: o.Logger, now: o.Now, done: make(chan struct{})}
 	if o.wrap != nil {
 		t.store = o.wrap(t.store)
+	}
+	t.statDisk = statDisk
+	if o.statDisk != nil {
+		t.statDisk = o.statDisk
 	}
 	t.work = map[core.SegmentRef]struct{}{}
 	t.due = map[streamID]time.Time{}
@@ -376,6 +388,12 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 		ss.segs = append(ss.segs, seg)
 	}
 	t.mu.Lock()
+	if old := t.mu.streams[key]; old != nil {
+		for _, seg := range old.segs {
+			delete(t.mu.failing, seg)
+			t.backlog.Add(-seg.pending)
+		}
+	}
 	t.mu.streams[key] = ss
 	t.mu.Unlock()
 	return ss, nil
@@ -458,6 +476,7 @@ func (t *Tierer) countTier1(ctx context.Context, ss *streamState, seg *segState,
 				seg.oldest = at
 			}
 			seg.pending += sz
+			t.backlog.Add(sz)
 			read += len(e)
 		}
 		seg.scanned = first + uint64(len(events))
