@@ -409,6 +409,11 @@ func (s *Store) CreateStream(ctx context.Context, tenant, name string, cfg Strea
 		return Stream{}, err
 	}
 	s.mu.streams[key] = st
+	// Tiering records a new stream (the read-only view lists it) when it
+	// next takes the set; it learns of streams no other way.
+	for _, seg := range st.rec.Segments {
+		s.activity.Mark(SegmentRef{Tenant: tenant, Stream: name, Segment: seg.ID, Incarnation: st.rec.Created.UnixNano()})
+	}
 	return s.describe(st), nil
 }
 
@@ -484,6 +489,11 @@ func (s *Store) DeleteStream(ctx context.Context, tenant, name string) error {
 	}
 	delete(s.mu.streams, key)
 	s.mu.Unlock()
+	// Tiering learns of the deletion from the set it works from, so that
+	// it never has to walk every stream to find the ones that are gone.
+	for _, seg := range st.rec.Segments {
+		s.activity.Mark(SegmentRef{Tenant: tenant, Stream: name, Segment: seg.ID, Incarnation: st.rec.Created.UnixNano()})
+	}
 	for _, l := range st.logs {
 		l.Close()
 	}

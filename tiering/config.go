@@ -24,10 +24,16 @@ type Config struct {
 	// (MaxLag minus two scan intervals) to leave time for the upload.
 	MaxLag   time.Duration `koanf:"max_lag" help:"longest an acknowledged event waits before it is visible in tier 2"`
 	Interval time.Duration `koanf:"interval" help:"how often segments are checked for chunks to seal"`
-	// MaxBacklogBytes is where Backpressure starts refusing appends, so
-	// that a tier-2 outage fills neither the disk nor memory.
-	MaxBacklogBytes int64       `koanf:"max_backlog_bytes" help:"encoded bytes of a stream not yet in tier 2 above which appends get 503"`
-	Retry           RetryConfig `koanf:"retry"`
+	// MaxBacklogBytes, when set, is a fixed per-stream bound in place of
+	// BacklogShare. Either way appends are refused (and slowed before)
+	// as tier 1's free space nears MinFreeBytes (diskspace.go).
+	MaxBacklogBytes int64 `koanf:"max_backlog_bytes" help:"encoded bytes of a stream not yet in tier 2 above which its appends get 503; 0 means a share of tier 1's free space instead (tiering.backlog_share)"`
+	// BacklogShare bounds the node's backlog by the disk it is on, as
+	// re-measured: a fixed byte count is either larger than a small disk
+	// or too small for a large one.
+	BacklogShare float64     `koanf:"backlog_share" help:"share (0 to 1) of tier 1's space (free space plus the backlog) that bytes not yet in tier 2 may take before appends get 503, when max_backlog_bytes is 0"`
+	MinFreeBytes int64       `koanf:"min_free_bytes" help:"tier 1's filesystem must keep this many bytes free: below it appends get 503 and silt does not start; 0 means 5% of the filesystem (at least 4 MiB, at most 1 GiB)"`
+	Retry        RetryConfig `koanf:"retry"`
 	// Streams is how many streams a scan tiers at once. A stream's own
 	// segments go one after another (their chunks commit in order); other
 	// streams' uploads need not wait for it, which matters when an upload
@@ -142,22 +148,24 @@ func (c HDFSConfig) Validate() error {
 // RetryConfig is the capped exponential backoff after a failed upload.
 type RetryConfig struct {
 	Initial time.Duration `koanf:"initial" help:"wait after the first failed tier-2 upload"`
-	Max     time.Duration `koanf:"max" help:"longest wait between tier-2 upload retries"`
+	Max     time.Duration `koanf:"max" help:"longest wait between tier-2 upload retries: bounds how long catch-up waits after tier 2 returns"`
 }
 
 // DefaultConfig returns the embedded defaults.
 func DefaultConfig() Config {
 	return Config{
-		Backend:         "fs",
-		S3:              S3Config{Region: "us-east-1", PartSize: 16 << 20},
-		HDFS:            HDFSConfig{Timeout: 60 * time.Second},
-		MaxChunkBytes:   8 << 20,
-		MaxLag:          2 * time.Second,
-		Interval:        250 * time.Millisecond,
-		MaxBacklogBytes: 1 << 30,
-		Streams:         4,
-		ChunksInFlight:  8,
-		Retry:           RetryConfig{Initial: 200 * time.Millisecond, Max: 30 * time.Second},
+		Backend:        "fs",
+		S3:             S3Config{Region: "us-east-1", PartSize: 16 << 20},
+		HDFS:           HDFSConfig{Timeout: 60 * time.Second},
+		MaxChunkBytes:  8 << 20,
+		MaxLag:         2 * time.Second,
+		Interval:       250 * time.Millisecond,
+		BacklogShare:   0.5,
+		Streams:        4,
+		ChunksInFlight: 8,
+		// A short cap: a long one is how long catch-up waits after tier 2
+		// returns (25.6 s after a 90 s outage with a 30 s cap).
+		Retry: RetryConfig{Initial: 200 * time.Millisecond, Max: 2 * time.Second},
 	}
 }
 
@@ -188,8 +196,14 @@ func (c Config) Validate() error {
 	if c.ChunksInFlight < 1 || c.ChunksInFlight > 64 {
 		return fmt.Errorf("tiering: chunks_in_flight must be 1 to 64, got %d", c.ChunksInFlight)
 	}
-	if c.MaxBacklogBytes < c.MaxChunkBytes {
-		return fmt.Errorf("tiering: max_backlog_bytes must be at least max_chunk_bytes")
+	if c.MaxBacklogBytes != 0 && c.MaxBacklogBytes < c.MaxChunkBytes {
+		return fmt.Errorf("tiering: max_backlog_bytes must be 0 (a share of free space) or at least max_chunk_bytes")
+	}
+	if !(c.BacklogShare > 0 && c.BacklogShare <= 1) {
+		return fmt.Errorf("tiering: backlog_share must be above 0 and at most 1, got %v", c.BacklogShare)
+	}
+	if c.MinFreeBytes < 0 {
+		return fmt.Errorf("tiering: min_free_bytes must not be negative (0 means automatic)")
 	}
 	if c.Retry.Initial <= 0 || c.Retry.Max < c.Retry.Initial {
 		return fmt.Errorf("tiering: need 0 < retry.initial <= retry.max")

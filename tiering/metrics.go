@@ -7,14 +7,20 @@ import (
 )
 
 type metrics struct {
-	reg           prometheus.Registerer
-	collectors    []prometheus.Collector
-	chunks        prometheus.Counter
-	bytes         prometheus.Counter
-	errors        prometheus.Counter
-	retained      prometheus.Counter
-	uploadSeconds prometheus.Histogram
-	visibility    prometheus.Histogram
+	reg        prometheus.Registerer
+	collectors []prometheus.Collector
+	chunks     prometheus.Counter
+	bytes      prometheus.Counter
+	errors     prometheus.Counter
+	retained   prometheus.Counter
+	// What passes touch: in proportion to pending work, not to streams.
+	passes          prometheus.Counter
+	streamsVisited  prometheus.Counter
+	segmentsVisited prometheus.Counter
+	refused         prometheus.Counter
+	slowed          prometheus.Counter
+	uploadSeconds   prometheus.Histogram
+	visibility      prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, t *Tierer) (*metrics, error) {
@@ -31,6 +37,21 @@ func newMetrics(reg prometheus.Registerer, t *Tierer) (*metrics, error) {
 		}),
 		retained: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "silt_tier_chunks_retention_deleted_total", Help: "Tier-2 chunks deleted by stream retention.",
+		}),
+		passes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "silt_tier_passes_total", Help: "Tiering passes run.",
+		}),
+		streamsVisited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "silt_tier_streams_visited_total", Help: "Streams a tiering pass worked on (those with pending or due work only).",
+		}),
+		segmentsVisited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "silt_tier_segments_visited_total", Help: "Segments a tiering pass read tier 1 of (those with pending work only).",
+		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "silt_tier_backpressure_refused_total", Help: "Appends refused (503) because tier 1 is short of space or the backlog for tier 2 is over its bound.",
+		}),
+		slowed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "silt_tier_backpressure_slowed_total", Help: "Appends slowed because tier 1 nears its space or backlog bound.",
 		}),
 		uploadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "silt_tier_upload_seconds", Help: "Time to upload one chunk to tier 2.",
@@ -64,7 +85,7 @@ func newMetrics(reg prometheus.Registerer, t *Tierer) (*metrics, error) {
 		})
 		return max
 	})
-	m.collectors = []prometheus.Collector{m.chunks, m.bytes, m.errors, m.retained, m.uploadSeconds, m.visibility, backlog, lag}
+	m.collectors = []prometheus.Collector{m.chunks, m.bytes, m.errors, m.retained, m.passes, m.streamsVisited, m.segmentsVisited, m.refused, m.slowed, m.uploadSeconds, m.visibility, backlog, lag}
 	if reg == nil {
 		return m, nil
 	}

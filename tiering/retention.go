@@ -26,14 +26,22 @@ const maxRetentionDeletesPerPass = 256
 //   - MaxBytes: while the stream's tiered bytes, summed over its
 //     segments, exceed MaxBytes, the chunk whose newest event is oldest
 //     among the segments' first chunks is deleted.
-func (t *Tierer) retain(ctx context.Context, ss *streamState, r core.Retention) {
+//
+// It reports whether work is left for a later pass: deletions that
+// failed, or more than one pass may delete.
+func (t *Tierer) retain(ctx context.Context, ss *streamState, r core.Retention) (left bool) {
 	// Deletions a failing backend left pending are retried first.
 	if _, err := t.finishDeletes(ctx, keyDelete+ss.tenant+"/"+ss.name+"/"); err != nil {
 		t.log.Warn("retention: delete tier-2 objects; retried at the next scan", zap.String("stream", ss.tenant+"/"+ss.name), zap.Error(err))
+		left = true
 	}
 	if r.MaxAge <= 0 && r.MaxBytes <= 0 {
-		return
+		return left
 	}
+	deleted := 0
+	defer func() {
+		left = left || deleted >= maxRetentionDeletesPerPass || t.deletesLeft(ss)
+	}()
 	heads := make([]*ChunkRecord, len(ss.segs))
 	head := func(i int) (*ChunkRecord, error) {
 		if heads[i] == nil {
@@ -45,11 +53,11 @@ func (t *Tierer) retain(ctx context.Context, ss *streamState, r core.Retention) 
 		}
 		return heads[i], nil
 	}
-	deleted := 0
 	drop := func(i int, c *ChunkRecord) bool {
 		if err := t.dropChunk(ctx, ss, ss.segs[i], *c); err != nil {
 			t.m.errors.Inc()
 			t.log.Warn("retention: drop chunk; retried at the next scan", zap.String("chunk", c.Key), zap.Error(err))
+			left = true
 			return false
 		}
 		heads[i] = nil
@@ -86,7 +94,7 @@ func (t *Tierer) retain(ctx context.Context, ss *streamState, r core.Retention) 
 				c, err := head(i)
 				if err != nil {
 					t.log.Warn("retention: read catalog", zap.String("segment", ss.segs[i].id), zap.Error(err))
-					return
+					return true
 				}
 				if c != nil && (oldest < 0 || c.LastTime.Before(heads[oldest].LastTime)) {
 					oldest = i
@@ -97,6 +105,18 @@ func (t *Tierer) retain(ctx context.Context, ss *streamState, r core.Retention) 
 			}
 		}
 	}
+	return left
+}
+
+// deletesLeft reports whether deletions of the stream's objects wait for
+// a retry (their delete intents are still in the catalog).
+func (t *Tierer) deletesLeft(ss *streamState) bool {
+	found := false
+	err := t.cat.Scan([]byte(keyDelete+ss.tenant+"/"+ss.name+"/"), nil, func(_, _ []byte) error {
+		found = true
+		return catalog.ErrStop
+	})
+	return found || err != nil
 }
 
 // dropChunk deletes one chunk: the record (with the segment's counters and

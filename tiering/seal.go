@@ -217,6 +217,7 @@ func (t *Tierer) commitChunks(ctx context.Context, ss *streamState, seg *segStat
 	t.mu.Lock()
 	seg.rec = rec
 	seg.pending -= bytes
+	t.backlog.Add(-bytes)
 	seg.sinceTruncate += bytes
 	seg.intents = slices.Clone(left)
 	for len(seg.cuts) > 0 && seg.cuts[0].next <= rec.Tiered {
@@ -234,6 +235,7 @@ func (t *Tierer) commitChunks(ctx context.Context, ss *streamState, seg *segStat
 		seg.oldest = time.Time{}
 	}
 	seg.failures, seg.lastErr, seg.retryAt = 0, nil, time.Time{}
+	t.tierBack(seg)
 	t.mu.Unlock()
 	t.m.chunks.Add(float64(len(recs)))
 	t.m.bytes.Add(float64(bytes))
@@ -250,8 +252,8 @@ func (t *Tierer) commitChunks(ctx context.Context, ss *streamState, seg *segStat
 const truncateEveryBytes = 512 << 20
 
 // truncateTier1 removes the segment's tier-1 files wholly below its tiered
-// offset — at once when caughtUp, otherwise only after truncateEveryBytes
-// more were tiered. Removing files frees their blocks, and on a
+// offset — at once when caughtUp or tier 1 is short of space, otherwise
+// only after truncateEveryBytes more were tiered. Removing files frees their blocks, and on a
 // filesystem that discards freed blocks (ext4 -o discard) those discards
 // are issued with the next journal commits, which are the fsyncs of the
 // chunks being uploaded: removals after every commit slowed a 256 MiB
@@ -259,7 +261,7 @@ const truncateEveryBytes = 512 << 20
 // already-tiered data longer. A failed truncation is retried at the next
 // call (or the next start); it can only drop what tier 2 now holds.
 func (t *Tierer) truncateTier1(ss *streamState, seg *segState, caughtUp bool) {
-	if seg.rec.Tiered <= seg.truncated || (!caughtUp && seg.sinceTruncate < truncateEveryBytes) {
+	if seg.rec.Tiered <= seg.truncated || (!caughtUp && seg.sinceTruncate < truncateEveryBytes && !t.tight()) {
 		return
 	}
 	if err := t.store.TruncateBefore(ss.tenant, ss.name, seg.id, seg.rec.Tiered); err != nil && !errors.Is(err, core.ErrNotFound) {

@@ -36,8 +36,8 @@ type SegmentStatus struct {
 	RetryAt       time.Time     `json:"retry_at,omitzero"`
 }
 
-// Status describes a stream's tiering. A stream that exists but has not
-// been scanned yet reports zeros.
+// Status describes a stream's tiering. A stream with no pending work is
+// not held in memory: its state comes from the catalog.
 func (t *Tierer) Status(tenant, stream string) (StreamStatus, error) {
 	out := StreamStatus{Tenant: tenant, Stream: stream}
 	now := t.now()
@@ -67,15 +67,43 @@ func (t *Tierer) Status(tenant, stream string) (StreamStatus, error) {
 		return StreamStatus{}, err
 	}
 	for _, seg := range st.Segments {
-		out.Segments = append(out.Segments, SegmentStatus{Segment: seg.ID})
+		r, err := GetSegment(t.cat, tenant, stream, seg.ID)
+		if err != nil {
+			return StreamStatus{}, err
+		}
+		out.Segments = append(out.Segments, SegmentStatus{
+			Segment: seg.ID, TieredOffset: r.Tiered, FirstTieredOffset: r.First, Chunks: r.Chunks, TieredBytes: r.Bytes, LastSeal: r.LastSeal,
+		})
 	}
 	return out, nil
 }
 
 // Backpressure reports whether appends to a stream should be refused
-// because too much of it is not yet in tier 2 (tier 2 down or too slow).
-// The error wraps core.ErrUnavailable, which the API answers with 503.
+// because tier 1 is short of space or too much is not yet in tier 2 (tier
+// 2 down or too slow), and slows the append first as either nears
+// (diskspace.go). The error wraps core.ErrUnavailable, which the API
+// answers with 503 and Retry-After.
 func (t *Tierer) Backpressure(tenant, stream string) error {
+	p := t.diskPressure()
+	if p.refuse != nil {
+		t.m.refused.Inc()
+		return p.refuse
+	}
+	if t.cfg.MaxBacklogBytes > 0 {
+		if err := t.streamBacklog(tenant, stream); err != nil {
+			t.m.refused.Inc()
+			return err
+		}
+	}
+	if p.pace > 0 {
+		t.m.slowed.Inc()
+		time.Sleep(p.pace)
+	}
+	return nil
+}
+
+// streamBacklog applies the fixed per-stream bound, max_backlog_bytes.
+func (t *Tierer) streamBacklog(tenant, stream string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ss := t.mu.streams[tenant+"/"+stream]

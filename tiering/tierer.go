@@ -2,7 +2,8 @@
 // logs) to tier 2 as sealed, immutable chunks, and records them in the
 // catalog that the read-only view serves.
 //
-// One goroutine scans every segment each interval. A segment's untiered
+// One goroutine runs a pass each interval over the segments with pending
+// work (pass.go), never over every stream. A segment's untiered
 // range [tiered, next) is cut into chunks of max_chunk_bytes of encoded
 // events as it is scanned; full chunks are sealed at once, the last one
 // when its oldest event nears the lag ceiling (seal.go). A chunk's bytes
@@ -56,12 +57,16 @@ type Options struct {
 	Now        func() time.Time      // nil: time.Now
 
 	manual bool // tests drive scan themselves
+	// wrap, if set, wraps the store (tests count what a pass touches).
+	wrap func(tier1) tier1
+	// statDisk, if set, measures tier 1's filesystem (tests).
+	statDisk func(dir string) (avail, total uint64, err error)
 }
 
 // Tierer runs the tier policy. It is safe for concurrent use.
 type Tierer struct {
 	cfg   Config
-	store *core.Store
+	store tier1
 	cat   *catalog.Catalog
 	be    Backend
 	log   *zap.Logger
@@ -80,6 +85,16 @@ type Tierer struct {
 	// md5 hashes every chunk in flight in one SIMD server: a group's MD5s
 	// run side by side instead of one core's worth at a time.
 	md5 md5simd.Server
+	// work and due are the pass's sets (pass.go), owned by the goroutine
+	// that runs passes.
+	work map[core.SegmentRef]struct{}
+	due  map[streamID]time.Time
+
+	statDisk func(dir string) (avail, total uint64, err error)
+	// backlog is the sum of the tracked segments' pending bytes, which
+	// Backpressure reads on every append.
+	backlog atomic.Int64
+
 	// passBytes bounds the tier-1 bytes one count reads
 	// (maxScanBytesPerPass; tests lower it).
 	passBytes int
@@ -96,6 +111,9 @@ type Tierer struct {
 	mu struct {
 		sync.Mutex
 		streams map[string]*streamState // tenant/stream
+		// failing are the segments whose last attempt failed: when any
+		// upload succeeds again, tier 2 is back and they retry at once.
+		failing map[*segState]struct{}
 	}
 }
 
@@ -153,6 +171,16 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 		o.Now = time.Now
 	}
 	t := &Tierer{cfg: cfg, store: store, cat: store.Catalog(), be: be, log: o.Logger, now: o.Now, done: make(chan struct{})}
+	if o.wrap != nil {
+		t.store = o.wrap(t.store)
+	}
+	t.statDisk = statDisk
+	if o.statDisk != nil {
+		t.statDisk = o.statDisk
+	}
+	t.work = map[core.SegmentRef]struct{}{}
+	t.due = map[streamID]time.Time{}
+	t.mu.failing = map[*segState]struct{}{}
 	t.slots = make(chan struct{}, cfg.ChunksInFlight)
 	t.passBytes = maxScanBytesPerPass
 	t.md5 = md5simd.NewServer()
@@ -210,9 +238,15 @@ func (t *Tierer) run(ctx context.Context) {
 // outlived them are removed, and uploads that never committed are deleted.
 // A backend that is down now only delays the deletions.
 func (t *Tierer) recover(ctx context.Context) error {
+	// The one walk over every stream, at start: deleted streams' data is
+	// removed, and retention is due at once for streams that have it
+	// (an idle stream's chunks expire without any commit to wake it).
 	live := map[string]int64{}
 	for _, st := range t.store.Streams() {
 		live[st.Tenant+"/"+st.Name] = st.Incarnation()
+		if r := st.Config.Retention; r.MaxAge > 0 || r.MaxBytes > 0 {
+			t.due[streamID{st.Tenant, st.Name, st.Incarnation()}] = time.Time{}
+		}
 	}
 	recs, err := streamRecords(t.cat)
 	if err != nil {
@@ -290,96 +324,6 @@ func (t *Tierer) removeStream(ctx context.Context, r StreamRecord) error {
 	return t.cat.Commit(nil, del)
 }
 
-// scan is one pass over every segment.
-// scan runs one pass over every stream; it reports whether some segment
-// has more to seal right away than one pass may do.
-func (t *Tierer) scan(ctx context.Context) (more bool) {
-	streams := t.store.Streams()
-	seen := make(map[string]bool, len(streams))
-	for _, st := range streams {
-		seen[st.Tenant+"/"+st.Name] = true
-	}
-	// Streams are tiered by up to cfg.Streams workers; each stream is one
-	// worker's for the whole pass, so its state needs no more locking than
-	// before.
-	var anyMore atomic.Bool
-	work := make(chan core.Stream)
-	var wg sync.WaitGroup
-	for range min(t.cfg.Streams, len(streams)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for st := range work {
-				if t.scanStream(ctx, st) {
-					anyMore.Store(true)
-				}
-			}
-		}()
-	}
-	for _, st := range streams {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- st
-	}
-	close(work)
-	wg.Wait()
-	if ctx.Err() != nil {
-		return false
-	}
-	more = anyMore.Load()
-	t.mu.Lock()
-	var gone []*streamState
-	for key, ss := range t.mu.streams {
-		if !seen[key] {
-			gone = append(gone, ss)
-			delete(t.mu.streams, key)
-		}
-	}
-	t.mu.Unlock()
-	for _, ss := range gone {
-		r, ok, err := GetStream(t.cat, ss.tenant, ss.name)
-		if err == nil && ok && r.Incarnation == ss.incarnation {
-			err = t.removeStream(ctx, r)
-		}
-		if err != nil {
-			t.log.Warn("could not remove tier-2 data of a deleted stream; retried at next start", zap.String("stream", ss.tenant+"/"+ss.name), zap.Error(err))
-		}
-	}
-	return more
-}
-
-// scanStream runs one pass over a stream: its segments in turn, retention,
-// the manifest. It reports whether a segment has more to seal at once.
-func (t *Tierer) scanStream(ctx context.Context, st core.Stream) (more bool) {
-	key := st.Tenant + "/" + st.Name
-	ss, err := t.track(ctx, st)
-	if err != nil {
-		t.log.Warn("cannot track stream for tiering", zap.String("stream", key), zap.Error(err))
-		return false
-	}
-	sealed := ss.chunkChanges
-	for i, info := range st.Segments {
-		segMore := t.scanSegment(ctx, ss, ss.segs[i], info)
-		t.truncateTier1(ss, ss.segs[i], !segMore)
-		more = more || segMore
-	}
-	t.retain(ctx, ss, st.Config.Retention)
-	// A stream that sealed in this pass and still has more to seal is
-	// busy; one that has caught up gets its manifest now.
-	busy := ss.chunkChanges != sealed
-	if busy {
-		t.mu.Lock()
-		busy = false
-		for _, seg := range ss.segs {
-			busy = busy || seg.pending > 0
-		}
-		t.mu.Unlock()
-	}
-	t.maybeWriteManifest(ctx, ss, busy)
-	return more
-}
-
 // track returns the state of a stream, loading or creating its catalog
 // records the first time the stream (incarnation) is seen.
 func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error) {
@@ -444,6 +388,12 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 		ss.segs = append(ss.segs, seg)
 	}
 	t.mu.Lock()
+	if old := t.mu.streams[key]; old != nil {
+		for _, seg := range old.segs {
+			delete(t.mu.failing, seg)
+			t.backlog.Add(-seg.pending)
+		}
+	}
 	t.mu.streams[key] = ss
 	t.mu.Unlock()
 	return ss, nil
@@ -526,6 +476,7 @@ func (t *Tierer) countTier1(ctx context.Context, ss *streamState, seg *segState,
 				seg.oldest = at
 			}
 			seg.pending += sz
+			t.backlog.Add(sz)
 			read += len(e)
 		}
 		seg.scanned = first + uint64(len(events))
@@ -552,7 +503,10 @@ func encodedSize(enc core.Encoding, n int) int64 {
 }
 
 // fail records an error and schedules the retry with capped exponential
-// backoff.
+// backoff. The cap (retry.max) is a few seconds by default, and the first
+// upload that succeeds again ends every other segment's wait
+// (tierBack), so that catch-up starts within seconds of tier 2's return
+// however long the outage was.
 func (t *Tierer) fail(seg *segState, err error) {
 	now := t.now()
 	t.mu.Lock()
@@ -563,8 +517,20 @@ func (t *Tierer) fail(seg *segState, err error) {
 	}
 	backoff = min(backoff, t.cfg.Retry.Max)
 	seg.lastErr, seg.lastErrAt, seg.retryAt = err, now, now.Add(backoff)
+	t.mu.failing[seg] = struct{}{}
 	failures := seg.failures
 	t.mu.Unlock()
 	t.m.errors.Inc()
 	t.log.Warn("tiering failed; will retry", zap.String("segment", seg.id), zap.Int("failures", failures), zap.Duration("backoff", backoff), zap.Error(err))
+}
+
+// tierBack is called after a commit of seg: tier 2 works, so every other
+// segment waiting out a backoff retries at the next pass. Called with
+// t.mu held.
+func (t *Tierer) tierBack(seg *segState) {
+	delete(t.mu.failing, seg)
+	for s := range t.mu.failing {
+		s.retryAt = time.Time{}
+		delete(t.mu.failing, s)
+	}
 }

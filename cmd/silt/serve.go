@@ -108,6 +108,11 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	if cfg.Run.MemoryLimitBytes > 0 {
 		debug.SetMemoryLimit(cfg.Run.MemoryLimitBytes)
 	}
+	// On a full disk the catalog cannot even replay its log: fail with
+	// what to do instead of spinning inside it.
+	if err := tiering.CheckStartSpace(cfg.Tier, cfg.Core.Dir); err != nil {
+		return err
+	}
 	store, err := core.Open(cfg.Core, log.Named("core"))
 	if err != nil {
 		return err

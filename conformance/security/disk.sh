@@ -46,7 +46,8 @@ check "disk: acme/b's segment file holds nothing (no space to preallocate it)" \
 	sh -c "! find '$DISK/data/logs/acme' -path '*b@*' -name '*.log' -size +0 | grep -q ."
 expect_eq "disk: the append that needs a new segment file → 503" "$(dcode --data-binary 'first' "$API/v1/tenants/acme/streams/b/events")" 503
 no_paths "disk: the new segment file's 503"
-check "disk: the server is still up on a full disk" curl -fsS "$API/readyz"
+expect_eq "disk: /readyz says not ready while appends are refused" "$(curl -s -o "$CONF_TMP/body" -w '%{http_code}' "$API/readyz")" 503
+check "disk: ... with the reason" grep -q appends_refused "$CONF_TMP/body"
 
 rm -f "$DISK/data/filler"
 for _ in $(seq 1 100); do
@@ -71,4 +72,18 @@ start_silt_in "$DISK" "${DFLAGS[@]}" || { stop_disk; return; }
 expect_eq "disk: after kill -9, every acknowledged event of acme/a" "$(wc -l <"$CONF_TMP/a")" 501
 expect_eq "disk: ... in order, the refused ones absent" "$(head -500 "$CONF_TMP/a" | md5sum)$(tail -1 "$CONF_TMP/a")" "$(seq 1 500 | md5sum)after"
 expect_eq "disk: after kill -9, acme/b holds its one acknowledged event" "$("$SILT_BIN" read acme/b 2>/dev/null)" first
+check "disk: /readyz ready again with space" curl -fsS "$API/readyz"
+
+# A restart on a full disk fails at once, saying what to do (it used to
+# spin inside the catalog with no log line).
+kill -9 "$SILT_PID"
+wait "$SILT_PID" 2>/dev/null
+SILT_PID=
+dd if=/dev/zero of="$DISK/data/filler" bs=1M >/dev/null 2>&1
+timeout 60 "$SILT_BIN" serve --core.dir "$DISK/data" --api.listen "127.0.0.1:$API_PORT" \
+	--s3.listen "127.0.0.1:$S3_PORT" --nfs.listen "127.0.0.1:$NFS_PORT" \
+	--webhdfs.listen "127.0.0.1:$HDFS_PORT" "${DFLAGS[@]}" >"$CONF_TMP/full.out" 2>&1
+expect_eq "disk: serve on a full disk exits with an error (not a hang: 124)" "$?" 1
+check "disk: ... saying to free space" grep -q "free space there" "$CONF_TMP/full.out"
+rm -f "$DISK/data/filler"
 stop_disk

@@ -39,6 +39,13 @@ func (s *Server) readyz(c *call) (op, error) {
 		if err != nil && !errors.Is(err, core.ErrNotFound) && !errors.Is(err, core.ErrInvalid) {
 			return err
 		}
+		// While backpressure refuses every append (tier 1 short of space),
+		// a load balancer must be able to tell: not ready, with the reason.
+		if r, ok := s.tiering.(interface{ AppendsRefused() error }); ok {
+			if err := r.AppendsRefused(); err != nil {
+				return &httpError{status: http.StatusServiceUnavailable, code: "appends_refused", msg: err.Error()}
+			}
+		}
 		writeJSON(c.w, http.StatusOK, map[string]string{"status": "ready"})
 		return nil
 	}}, nil

@@ -63,3 +63,34 @@ func TestTieringBackpressureAndDescribe(t *testing.T) {
 func (stuckTiering) FirstTiered(context.Context, string, string, string) (uint64, bool, error) {
 	return 0, false, nil
 }
+
+// fullTiering refuses every append node-wide, as when tier 1 is short of
+// space; readiness must say so.
+type fullTiering struct {
+	stuckTiering
+	refused error
+}
+
+func (f *fullTiering) AppendsRefused() error { return f.refused }
+
+func TestReadyzWhileAppendsRefused(t *testing.T) {
+	e := newEnv(t)
+	ft := &fullTiering{}
+	e.srv.UseTiering(ft)
+	tests := []struct {
+		name    string
+		refused error
+		want    int
+	}{
+		{"appends accepted", nil, http.StatusOK},
+		{"tier 1 full", fmt.Errorf("%w: tier 1 has no space left on device for appends", core.ErrUnavailable), http.StatusServiceUnavailable},
+		{"space again", nil, http.StatusOK},
+	}
+	for _, tc := range tests {
+		ft.refused = tc.refused
+		r := e.must(tc.want, req{method: "GET", path: "/readyz"})
+		if tc.refused != nil && !strings.Contains(string(r.body), "no space left") {
+			t.Fatalf("%s: body %s does not say why", tc.name, r.body)
+		}
+	}
+}

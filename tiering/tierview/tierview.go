@@ -64,7 +64,7 @@ func chunkInfo(p string, c tiering.ChunkRecord) view.FileInfo {
 // tierer to remove them and are not shown meanwhile.
 func (v *View) stream(ctx context.Context, tenant, name string) (tiering.StreamRecord, bool, error) {
 	r, ok, err := tiering.GetStream(v.cat, tenant, name)
-	if err != nil || !ok {
+	if err != nil {
 		return r, false, err
 	}
 	st, err := v.store.StreamInfo(ctx, tenant, name)
@@ -73,6 +73,14 @@ func (v *View) stream(ctx context.Context, tenant, name string) (tiering.StreamR
 	}
 	if err != nil {
 		return r, false, err
+	}
+	if !ok {
+		// The tierer records a stream when it first has work for it; one
+		// that never had an event is shown as it is, empty.
+		r = tiering.StreamRecord{Tenant: tenant, Stream: name, Encoding: st.Config.Encoding, Created: st.Created, Incarnation: st.Incarnation(), Prefix: st.Config.TierPrefix}
+		for _, seg := range st.Segments {
+			r.Segments = append(r.Segments, seg.ID)
+		}
 	}
 	return r, st.Incarnation() == r.Incarnation, nil
 }
