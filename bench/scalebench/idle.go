@@ -142,7 +142,8 @@ type idlePoint struct {
 	firstRead    time.Duration // a read of an idle stream right after
 	fds          int
 	rss, tier1   int64
-	createRate   float64 // streams/s over the window created after this point
+	createRate   float64       // streams/s over the window created after this point
+	createSerial time.Duration // one create at a time, each
 }
 
 // measureIdle restarts the server twice (clean, then after kill -9),
@@ -179,7 +180,8 @@ func measureIdle(ctx context.Context, srv *server, streams int, settle time.Dura
 	return p, nil
 }
 
-// timedCreate creates streams from … to-1 and returns their rate.
+// timedCreate creates streams from … to-1 with workers concurrent
+// requests and returns their rate.
 func timedCreate(ctx context.Context, srv *server, from, to, workers int) (float64, error) {
 	t := time.Now()
 	if err := createRange(ctx, srv.cl, idleName, from, to, workers, 2); err != nil {
@@ -188,13 +190,33 @@ func timedCreate(ctx context.Context, srv *server, from, to, workers int) (float
 	return float64(to-from) / time.Since(t).Seconds(), nil
 }
 
+// creationAt measures creation at the current count, from: window
+// streams with workers concurrent requests (the rate), then serial
+// streams one at a time (what one create costs, which concurrency can
+// hide). It returns the next free index.
+func creationAt(ctx context.Context, srv *server, p *idlePoint, from, window, serial, workers int) (int, error) {
+	var err error
+	if p.createRate, err = timedCreate(ctx, srv, from, from+window, workers); err != nil {
+		return 0, err
+	}
+	from += window
+	if serial > 0 {
+		t := time.Now()
+		if err := createRange(ctx, srv.cl, idleName, from, from+serial, 1, 2); err != nil {
+			return 0, err
+		}
+		p.createSerial = time.Since(t) / time.Duration(serial)
+	}
+	return from + serial, nil
+}
+
 // idleRuns grows one server to n idle streams of two segments (each with
 // one event per segment, tiered) and compares it at base and at n
 // streams: restart time, descriptors and RSS per stream, and the rate of
 // creating window more streams.
-func idleRuns(ctx context.Context, srv *server, n, base, window, workers int, settle time.Duration) error {
-	if n < base+2*window {
-		return fmt.Errorf("-streams %d: want at least -base + 2×-window (%d)", n, base+2*window)
+func idleRuns(ctx context.Context, srv *server, n, base, window, serial, workers int, settle time.Duration) error {
+	if n < base+2*(window+serial) {
+		return fmt.Errorf("-streams %d: want at least -base + 2×(-window + -serial) (%d)", n, base+2*(window+serial))
 	}
 	for i := range idleTenants {
 		if _, err := srv.cl.CreateTenant(ctx, fmt.Sprintf("idle-%02d", i), nil); err != nil {
@@ -226,13 +248,15 @@ func idleRuns(ctx context.Context, srv *server, n, base, window, workers int, se
 	if err != nil {
 		return err
 	}
-	if at1.createRate, err = timedCreate(ctx, srv, base, base+window, workers); err != nil {
+	next, err := creationAt(ctx, srv, &at1, base, window, serial, workers)
+	if err != nil {
 		return err
 	}
 	// The bulk of the streams, with the rate every tenth of the way.
-	step := max((n-window-(base+window))/10, 1)
-	for from := base + window; from < n-window; from += step {
-		to := min(from+step, n-window)
+	last := n - window - serial
+	step := max((last-next)/10, 1)
+	for from := next; from < last; from += step {
+		to := min(from+step, last)
 		r, err := timedCreate(ctx, srv, from, to, workers)
 		if err != nil {
 			fds, _ := srv.fds()
@@ -241,23 +265,23 @@ func idleRuns(ctx context.Context, srv *server, n, base, window, workers int, se
 		fds, _ := srv.fds()
 		fmt.Printf("created streams %d–%d at %.0f/s; the server holds %d descriptors\n", from, to-1, r, fds)
 	}
-	rateN, err := timedCreate(ctx, srv, n-window, n, workers)
-	if err != nil {
+	var atN idlePoint
+	if _, err := creationAt(ctx, srv, &atN, last, window, serial, workers); err != nil {
 		return err
 	}
 	if err := grow(base, n); err != nil {
 		return err
 	}
-	atN, err := measureIdle(ctx, srv, n, settle)
+	m, err := measureIdle(ctx, srv, n, settle)
 	if err != nil {
 		return err
 	}
-	atN.createRate = rateN
-	reportIdle(at1, atN, window)
+	m.createRate, m.createSerial = atN.createRate, atN.createSerial
+	reportIdle(at1, m, window, workers)
 	return nil
 }
 
-func reportIdle(a, b idlePoint, window int) {
+func reportIdle(a, b idlePoint, window, workers int) {
 	more := float64(b.streams - a.streams)
 	fmt.Printf("\nIdle streams (2 segments, one event each, tiered), %d against %d:\n\n", b.streams, a.streams)
 	fmt.Printf("| measure | %d streams | %d streams | result | target |\n", a.streams, b.streams)
@@ -268,5 +292,8 @@ func reportIdle(a, b idlePoint, window int) {
 	fmt.Printf("| restart (SIGTERM, start until ready) | %s | %s | %.2f× | ≤ 2× |\n", a.restartClean.Round(time.Millisecond), b.restartClean.Round(time.Millisecond), b.restartClean.Seconds()/a.restartClean.Seconds())
 	fmt.Printf("| restart after kill -9 | %s | %s | %.2f× | ≤ 2× |\n", a.restartKill.Round(time.Millisecond), b.restartKill.Round(time.Millisecond), b.restartKill.Seconds()/a.restartKill.Seconds())
 	fmt.Printf("| first read of an idle stream after restart | %s | %s | | |\n", a.firstRead.Round(time.Microsecond), b.firstRead.Round(time.Microsecond))
-	fmt.Printf("| creating %d more streams, streams/s | %.0f | %.0f | %.2f× | ≥ 0.8× |\n", window, a.createRate, b.createRate, b.createRate/a.createRate)
+	fmt.Printf("| creating %d more streams, %d at a time, streams/s | %.0f | %.0f | %.2f× | ≥ 0.8× |\n", window, workers, a.createRate, b.createRate, b.createRate/a.createRate)
+	if a.createSerial > 0 {
+		fmt.Printf("| one create at a time, each | %s | %s | %.2f× the rate | |\n", a.createSerial.Round(time.Microsecond), b.createSerial.Round(time.Microsecond), a.createSerial.Seconds()/b.createSerial.Seconds())
+	}
 }

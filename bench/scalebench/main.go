@@ -10,8 +10,8 @@
 //   - idle: one server grown to -streams idle streams of two segments
 //     (one event each, tiered), measured at -base streams and at
 //     -streams: descriptors per idle segment, RSS and tier-1 disk per
-//     stream, restart time (clean and after kill -9) and the rate of
-//     creating -window more streams.
+//     stream, restart time (clean and after kill -9), the rate of
+//     creating -window more streams and the cost of one create.
 //
 // Targets are ratios, never timed assertions. The single-stream figures
 // against a raw fsync loop are appendbench's.
@@ -40,6 +40,7 @@ func main() {
 	streams := flag.Int("streams", 100000, "idle: streams at the end (10000 for a quick run)")
 	base := flag.Int("base", 1000, "idle: streams at the first measurement, which the end is compared with")
 	window := flag.Int("window", 1000, "idle: streams created for each creation-rate figure")
+	serial := flag.Int("serial", 100, "idle: streams created one at a time after each window, for the cost of one create")
 	workers := flag.Int("workers", 16, "idle: concurrent requests while creating and appending")
 	settle := flag.Duration("settle", 3*time.Second, "idle: wait after a restart before descriptors and RSS are read")
 	flag.Parse()
@@ -74,7 +75,7 @@ func main() {
 	if want["idle"] {
 		fmt.Println()
 		err := withServer(*bin, filepath.Join(*dir, "idle"), *nofile, extra, func(srv *server) error {
-			return idleRuns(ctx, srv, *streams, *base, *window, *workers, *settle)
+			return idleRuns(ctx, srv, *streams, *base, *window, *serial, *workers, *settle)
 		})
 		if err != nil {
 			fatal(fmt.Errorf("idle: %w", err))
@@ -94,7 +95,7 @@ func withServer(bin, dir string, nofile int, extra []string, fn func(*server) er
 	}
 	defer srv.stop()
 	if err := fn(srv); err != nil {
-		return fmt.Errorf("%w\nthe end of the server's log:\n%s", err, srv.log)
+		return fmt.Errorf("%w\nthe end of the server's log:\n%s\n(%v)", err, srv.log, err)
 	}
 	return nil
 }

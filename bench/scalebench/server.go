@@ -55,7 +55,7 @@ func (s *server) start() (time.Duration, error) {
 	} else {
 		cmd = exec.Command(s.bin, args...)
 	}
-	s.log = &tailBuffer{max: 16 << 10}
+	s.log = &tailBuffer{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
