@@ -31,8 +31,11 @@ run:
 # default; see conformance/venv.sh).
 test: vet fmt go-test race conformance
 
+# cmd/silt's tests include TestScale (20,000 streams in a server child,
+# minutes on 2 cores), which with the crash tests can pass go test's
+# default 10 minutes per package on a loaded machine.
 go-test:
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 
 # The scale test at full size: 100,000 streams of two segments under
 # ulimit -n 4096 (go-test runs it with 20,000; see BENCHMARKS.md).
