@@ -282,6 +282,15 @@ func (c *streamCreator) create(ctx context.Context, s scaleStream) ([]string, er
 		}
 		switch {
 		case status == http.StatusCreated:
+			if ids, err := segmentIDs(s, b); err == nil || !errors.Is(err, errNoSegments) {
+				return ids, err
+			}
+			// The answer may leave out live segment state; the
+			// description has it.
+			status, _, b, err := c.do(ctx, "GET", path+"/"+s.name, nil)
+			if err != nil || status != http.StatusOK {
+				return nil, fmt.Errorf("create %s: created, then the stream answers %d %s (%v)", s.path(), status, b, err)
+			}
 			return segmentIDs(s, b)
 		case status == http.StatusServiceUnavailable && attempt < 60:
 			wait, err := strconv.Atoi(hdr.Get("Retry-After"))
@@ -307,12 +316,17 @@ func (c *streamCreator) create(ctx context.Context, s scaleStream) ([]string, er
 	}
 }
 
+var errNoSegments = errors.New("the answer lists no segments")
+
 // segmentIDs reads a stream's segment ids from its description, which
 // must show the two segments asked for.
 func segmentIDs(s scaleStream, desc []byte) ([]string, error) {
 	var st client.Stream
 	if err := json.Unmarshal(desc, &st); err != nil {
 		return nil, fmt.Errorf("create %s: %w: %s", s.path(), err, desc)
+	}
+	if st.Config.Segments == 2 && len(st.Segments) == 0 {
+		return nil, fmt.Errorf("create %s: %w", s.path(), errNoSegments)
 	}
 	if st.Config.Segments != 2 || len(st.Segments) != 2 {
 		return nil, fmt.Errorf("create %s: the stream has %d segments (config %d), want 2: %s", s.path(), len(st.Segments), st.Config.Segments, desc)
