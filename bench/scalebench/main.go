@@ -3,7 +3,8 @@
 // Markdown tables for BENCHMARKS.md. Every figure is a ratio between two
 // measurements of the same run:
 //
-//   - active: 64 synchronous producers of 1 KiB events on one stream,
+//   - active: 64 synchronous producers of 1 KiB events on one stream
+//     (streams of the server's default segment count, one),
 //     against the same producers on 64 streams (one each) and on 1,000
 //     streams (each producer going round its share), the cases taking
 //     turns within each round;
