@@ -23,8 +23,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -45,49 +47,61 @@ func main() {
 	workers := flag.Int("workers", 16, "idle: concurrent requests while creating and appending")
 	settle := flag.Duration("settle", 3*time.Second, "idle: wait after a restart before descriptors and RSS are read")
 	flag.Parse()
+	err := run(*bin, *dir, *cases, strings.Fields(*serverFlags), *nofile, func(ctx context.Context, srv *server, c string) error {
+		if c == "active" {
+			return activeRuns(ctx, srv, *producers, *active, *rounds, *dur)
+		}
+		return idleRuns(ctx, srv, *streams, *base, *window, *serial, *workers, *settle)
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scalebench:", err)
+		os.Exit(1)
+	}
+}
 
+// run runs each case asked for against its own server child and data
+// directory under dir, which it removes afterwards, failed or not: a
+// grown data directory holds gigabytes.
+func run(bin, dir, cases string, extra []string, nofile int, runCase func(context.Context, *server, string) error) error {
 	want := map[string]bool{}
-	for _, c := range strings.Split(*cases, ",") {
+	for _, c := range strings.Split(cases, ",") {
 		switch c = strings.TrimSpace(c); c {
 		case "active", "idle":
 			want[c] = true
 		case "":
 		default:
-			fatal(fmt.Errorf("unknown case %q in -cases (want active or idle)", c))
+			return fmt.Errorf("unknown case %q in -cases (want active or idle)", c)
 		}
 	}
 	// A run cut short leaves its data behind; start from nothing.
-	os.RemoveAll(*dir)
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		fatal(err)
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
-	defer os.RemoveAll(*dir)
-	ctx := context.Background()
-	extra := strings.Fields(*serverFlags)
-
-	if want["active"] {
-		err := withServer(*bin, filepath.Join(*dir, "active"), *nofile, extra, func(srv *server) error {
-			return activeRuns(ctx, srv, *producers, *active, *rounds, *dur)
-		})
-		if err != nil {
-			fatal(fmt.Errorf("active: %w", err))
+	defer os.RemoveAll(dir)
+	// An interrupted run stops its server child rather than leaving it
+	// running on the data directory.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, c := range []string{"active", "idle"} {
+		if !want[c] {
+			continue
 		}
-	}
-	if want["idle"] {
 		fmt.Println()
-		err := withServer(*bin, filepath.Join(*dir, "idle"), *nofile, extra, func(srv *server) error {
-			return idleRuns(ctx, srv, *streams, *base, *window, *serial, *workers, *settle)
+		err := withServer(ctx, bin, filepath.Join(dir, c), nofile, extra, func(srv *server) error {
+			return runCase(ctx, srv, c)
 		})
 		if err != nil {
-			fatal(fmt.Errorf("idle: %w", err))
+			return fmt.Errorf("%s: %w", c, err)
 		}
 	}
+	return nil
 }
 
 // withServer runs fn against a server child on a fresh data directory
 // and stops the child afterwards, whatever fn did.
-func withServer(bin, dir string, nofile int, extra []string, fn func(*server) error) error {
-	srv, err := newServer(bin, dir, nofile, extra)
+func withServer(ctx context.Context, bin, dir string, nofile int, extra []string, fn func(*server) error) error {
+	srv, err := newServer(ctx, bin, dir, nofile, extra)
 	if err != nil {
 		return err
 	}
@@ -95,13 +109,17 @@ func withServer(bin, dir string, nofile int, extra []string, fn func(*server) er
 		return err
 	}
 	defer srv.stop()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			srv.stop()
+		case <-done:
+		}
+	}()
 	if err := fn(srv); err != nil {
 		return fmt.Errorf("%w\nthe end of the server's log:\n%s\n(%v)", err, srv.log, err)
 	}
 	return nil
-}
-
-func fatal(err error) {
-	fmt.Fprintln(os.Stderr, "scalebench:", err)
-	os.Exit(1)
 }

@@ -23,6 +23,7 @@ import (
 // server is a `silt serve` child that keeps its data directory and ports
 // across restarts, optionally under `ulimit -n` (soft and hard).
 type server struct {
+	ctx      context.Context // once done, no child is started again
 	bin, dir string
 	nofile   int
 	extra    []string
@@ -30,22 +31,34 @@ type server struct {
 	token    string
 	cl       *client.Client
 
+	// mu guards the current child, which an interrupt stops from
+	// another goroutine.
+	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
 	log    *tailBuffer
 }
 
-func newServer(bin, dir string, nofile int, extra []string) (*server, error) {
+func (s *server) current() (*exec.Cmd, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd, s.exited
+}
+
+func newServer(ctx context.Context, bin, dir string, nofile int, extra []string) (*server, error) {
 	api, err := benchdata.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	return &server{bin: bin, dir: dir, nofile: nofile, extra: extra, api: api}, nil
+	return &server{ctx: ctx, bin: bin, dir: dir, nofile: nofile, extra: extra, api: api}, nil
 }
 
 // start starts the child and returns how long it took until /readyz
 // answered 200.
 func (s *server) start() (time.Duration, error) {
+	if err := s.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("not starting silt serve: %w", err)
+	}
 	args := append([]string{"serve", "--core.dir", s.dir, "--api.listen", s.api, "--s3.listen", "127.0.0.1:0",
 		"--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn"}, s.extra...)
 	var cmd *exec.Cmd
@@ -55,20 +68,22 @@ func (s *server) start() (time.Duration, error) {
 	} else {
 		cmd = exec.Command(s.bin, args...)
 	}
-	s.log = &tailBuffer{max: 4 << 10}
-	cmd.Stdout, cmd.Stderr = s.log, s.log
+	log := &tailBuffer{max: 4 << 10}
+	cmd.Stdout, cmd.Stderr = log, log
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start %s (run make build first): %w", s.bin, err)
 	}
-	s.cmd, s.exited = cmd, make(chan struct{})
-	exited := s.exited
+	exited := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exited, s.log = cmd, exited, log
+	s.mu.Unlock()
 	go func() { cmd.Wait(); close(exited) }()
 	hc := &http.Client{Timeout: 5 * time.Second}
 	for {
 		select {
 		case <-exited:
-			return 0, fmt.Errorf("silt serve exited before it was ready; the end of its log:\n%s", s.log)
+			return 0, fmt.Errorf("silt serve exited before it was ready; the end of its log:\n%s", log)
 		default:
 		}
 		if resp, err := hc.Get("http://" + s.api + "/readyz"); err == nil {
@@ -98,26 +113,32 @@ func (s *server) start() (time.Duration, error) {
 }
 
 func (s *server) kill() {
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
+	cmd, exited := s.current()
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
 }
 
 // stop stops the child with SIGTERM, as an operator's restart does.
 func (s *server) stop() {
+	cmd, exited := s.current()
 	select {
-	case <-s.exited:
+	case <-exited:
 		return
 	default:
 	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-s.exited:
+	case <-exited:
 	case <-time.After(2 * time.Minute):
-		s.kill()
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
 	}
 }
 
-func (s *server) pid() int { return s.cmd.Process.Pid }
+func (s *server) pid() int {
+	cmd, _ := s.current()
+	return cmd.Process.Pid
+}
 
 // fds counts the child's open descriptors.
 func (s *server) fds() (int, error) {
