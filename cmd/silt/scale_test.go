@@ -29,6 +29,10 @@ const (
 	scaleSample    = 12 // streams read back through every head
 	scaleDefaultN  = 20000
 	scaleStreamEnv = "SILT_SCALE_STREAMS"
+	// scaleHang ends a request that never answers (a server out of
+	// descriptors once held appends forever): a failure that names the
+	// stream instead of go test's timeout. It bounds no measurement.
+	scaleHang = 2 * time.Minute
 )
 
 // scaleStreams is how many streams the test creates: 20,000, or what
@@ -340,7 +344,9 @@ func segmentIDs(s scaleStream, desc []byte) ([]string, error) {
 func appendRetrying(ctx context.Context, cl *client.Client, s scaleStream, j int) (client.AppendResult, error) {
 	opts := client.AppendOptions{Segment: s.segments[j], WriterID: "w-" + s.name, Seq: 1}
 	for attempt := 1; ; attempt++ {
-		res, err := cl.Append(ctx, s.tenant, s.name, s.events(j), opts)
+		rctx, cancel := context.WithTimeout(ctx, scaleHang)
+		res, err := cl.Append(rctx, s.tenant, s.name, s.events(j), opts)
+		cancel()
 		var ae *client.APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable && attempt < 30 {
 			time.Sleep(time.Second)
@@ -355,6 +361,8 @@ func appendRetrying(ctx context.Context, cl *client.Client, s scaleStream, j int
 
 // readSegment checks that segment j holds exactly its batch.
 func readSegment(ctx context.Context, cl *client.Client, s scaleStream, j int) error {
+	ctx, cancel := context.WithTimeout(ctx, scaleHang)
+	defer cancel()
 	b, err := cl.Read(ctx, s.tenant, s.name, client.ReadOptions{Segment: s.segments[j], Max: 100})
 	if err != nil {
 		return fmt.Errorf("read %s segment %s: %w", s.path(), s.segments[j], err)
