@@ -168,20 +168,8 @@ func (l *Log) writeGroup(cur *file, g *group, pos uint64) error {
 		l.opts.OnWrite(cur.path, pos)
 	}
 	l.mu.Lock()
-	base := cur.size
-	last := cur.index[len(cur.index)-1].pos
-	for _, r := range g.records {
-		if base+r.pos-last >= indexEvery {
-			cur.index = append(cur.index, indexEntry{offset: r.offset, pos: base + r.pos})
-			last = base + r.pos
-		}
-	}
-	cur.size += g.size
+	l.committedLocked(cur, g)
 	l.alloc = max(l.alloc, cur.size)
-	l.mu.committed = g.next
-	for _, ws := range g.writers {
-		ws.g = nil
-	}
 	if !l.mu.closed {
 		close(l.mu.notify)
 		l.mu.notify = make(chan struct{})
