@@ -222,11 +222,14 @@ func (l *Log) lead() {
 			close(l.mu.notify)
 			l.mu.notify = make(chan struct{})
 		}
-		g.finishLocked(nil)
 		l.mu.Unlock()
+		// Before the acknowledgement, as in writeGroup.
 		if l.opts.OnCommit != nil {
 			l.opts.OnCommit()
 		}
+		l.mu.Lock()
+		g.finishLocked(nil)
+		l.mu.Unlock()
 	}
 }
 

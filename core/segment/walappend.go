@@ -116,9 +116,6 @@ func (w walGroup) Done(pos uint64, err error) {
 		l.fail(g, err)
 		return
 	}
-	if l.opts.OnCommit != nil {
-		l.opts.OnCommit()
-	}
 }
 
 // keepUnappliedLocked keeps a logged group's records for recovery to
@@ -174,6 +171,13 @@ func (l *Log) writeGroup(cur *file, g *group, pos uint64) error {
 		close(l.mu.notify)
 		l.mu.notify = make(chan struct{})
 	}
+	l.mu.Unlock()
+	// Before the acknowledgement: whoever was acknowledged finds the
+	// commit's effects (tiering's activity set) already in place.
+	if l.opts.OnCommit != nil {
+		l.opts.OnCommit()
+	}
+	l.mu.Lock()
 	g.finishLocked(nil)
 	l.doneInflightLocked()
 	l.mu.Unlock()
