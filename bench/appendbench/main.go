@@ -8,7 +8,8 @@
 //   - silt in-process (core.Store.Append) with 1, 16 and 256 concurrent
 //     producers of 1 KiB events;
 //   - 64 synchronous in-process producers on 64 streams against the same
-//     on one stream, in alternating slices (streams.go);
+//     on one stream, in alternating slices (streams.go), and 1,000 on
+//     1,000 streams against 1,000 on one;
 //   - silt over HTTP against a real `silt serve` child process: 1, 16 and
 //     256 synchronous producers, and 256 batching SDK producers, with the
 //     server's peak RSS;
@@ -27,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -67,7 +69,18 @@ func main() {
 	floorAddr := flag.String("serve-floor", "", "run as the http-floor case's no-op server child on this address")
 	pairs := flag.Int("pairs", 10, "http-paired: pairs of slices (fsync loop, then one synchronous HTTP producer)")
 	slice := flag.Duration("slice", time.Second, "http-paired: length of each slice")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (the in-process cases are what it shows) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *floorAddr != "" {
 		serveFloor(*floorAddr)
 		return
@@ -101,7 +114,11 @@ func main() {
 		}
 	}
 	if want["streams"] {
-		rs = append(rs, streamsRuns(*dir, 64, 3, *dur)...)
+		// 64 active streams, then 1,000 (targets 0.9× and 0.8× of the same
+		// producers on one stream).
+		for _, n := range []int{64, 1000} {
+			rs = append(rs, streamsRuns(*dir, n, 3, *dur)...)
+		}
 	}
 	if *httpCases && (want["http-sync"] || want["http-batch"]) {
 		hr, err := httpRuns(*silt, *dir, *dur, strings.Fields(*serverFlags), want["http-sync"], want["http-batch"])

@@ -14,8 +14,9 @@
 // file) is pipelined with the next round: the leader hands a durable round
 // to the log's applier goroutine and goes on to write and sync the next
 // one, so that the many file writes of a round over many segments overlap
-// the next sync instead of adding to it. The applier calls Done in log
-// order, one round after the other.
+// the next sync instead of adding to it. The applier acknowledges one
+// round after the other; the writers of a large round (distinct
+// segments) are acknowledged by a few goroutines at once.
 //
 // A failed write or sync poisons the log: every writer of that round and
 // every one queued behind it fails, and nothing is acknowledged until a
@@ -26,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -114,16 +116,47 @@ func Open(opts Options, end uint64) *Log {
 	return l
 }
 
-// apply acknowledges rounds in log order.
+// applyWorkers is how many goroutines acknowledge one round's writers
+// together when it has many. Each Done writes its segment's file (a
+// syscall that does not need this core): with hundreds of segments in a
+// round, one goroutine writing them one after the other is what the next
+// round waits for.
+const (
+	applyWorkers  = 4
+	applyParallel = 16 // fewer writers than this are acknowledged in line
+)
+
+// apply acknowledges rounds in log order. The writers of one round belong
+// to distinct segments (a segment queues its next writer only once the
+// leader has sealed the last), so they may be acknowledged in any order
+// among themselves; rounds are acknowledged one after the other.
 func (l *Log) apply() {
 	defer close(l.applied)
 	for r := range l.rounds {
-		for i, w := range r.ws {
+		done := func(i int) {
 			if r.err != nil {
-				w.Done(0, r.err)
+				r.ws[i].Done(0, r.err)
 			} else {
-				w.Done(r.at[i], nil)
+				r.ws[i].Done(r.at[i], nil)
 			}
+		}
+		if n := len(r.ws); n < applyParallel {
+			for i := range n {
+				done(i)
+			}
+		} else {
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range applyWorkers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+						done(i)
+					}
+				}()
+			}
+			wg.Wait()
 		}
 		if r.err == nil {
 			l.mu.Lock()

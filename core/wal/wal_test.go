@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -425,4 +426,79 @@ func flip(t *testing.T, path string, at int64) {
 	f.ReadAt(c[:], at)
 	c[0] ^= 0xff
 	f.WriteAt(c[:], at)
+}
+
+// seqWriter records when its Done ran in a sequence shared by a test.
+type seqWriter struct {
+	*recWriter
+	seq   *atomic.Int64
+	at    int64
+	delay time.Duration
+}
+
+func (w *seqWriter) Done(pos uint64, err error) {
+	time.Sleep(w.delay)
+	w.at = w.seq.Add(1)
+	w.recWriter.Done(pos, err)
+}
+
+// TestRoundsAcknowledgedInOrder: the writers of a large round are
+// acknowledged by several goroutines, but every one of them before any
+// writer of the next round (a segment's next frame must not reach its
+// file before the previous one).
+func TestRoundsAcknowledgedInOrder(t *testing.T) {
+	fb := openFiles(t, vfs.OS{}, t.TempDir(), 0)
+	if _, err := fb.Recover(0, func(uint64, []byte) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	be := &gateBackend{Backend: fb, entered: make(chan struct{}), gate: make(chan struct{})}
+	l := Open(Options{Backend: be}, 0)
+	defer l.Close()
+	var seq atomic.Int64
+	enqueue := func(w *seqWriter) {
+		t.Helper()
+		lead, err := l.Enqueue(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lead {
+			go l.Lead()
+		}
+	}
+	first := &seqWriter{recWriter: newRecWriter([]byte("first")), seq: &seq}
+	enqueue(first)
+	<-be.entered
+	// Round 2: many slow writers, queued while round 1 is held.
+	big := make([]*seqWriter, 3*applyParallel)
+	for i := range big {
+		big[i] = &seqWriter{recWriter: newRecWriter([]byte(fmt.Sprint("big ", i))), seq: &seq, delay: 5 * time.Millisecond}
+		enqueue(big[i])
+	}
+	close(be.gate)
+	// Round 3 is queued once round 2 is written, while its writers are
+	// still being acknowledged.
+	for {
+		be.mu.Lock()
+		n := len(be.writes)
+		be.mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	last := &seqWriter{recWriter: newRecWriter([]byte("last")), seq: &seq}
+	enqueue(last)
+	<-last.done
+	for i, w := range big {
+		<-w.done
+		if w.err != nil {
+			t.Fatalf("writer %d: %v", i, w.err)
+		}
+		if w.at >= last.at {
+			t.Fatalf("round 2's writer %d acknowledged %d-th, after round 3's writer (%d-th)", i, w.at, last.at)
+		}
+	}
+	if first.at != 1 {
+		t.Fatalf("round 1's writer acknowledged %d-th", first.at)
+	}
 }
