@@ -327,31 +327,26 @@ func (s *Store) markUntiered(st *stream, i int) {
 }
 
 // seedFromDirs marks every segment that has a tier-1 directory. A stream
-// or segment without one has never been appended to (directories are made
-// by the first use), so it is known to be empty. dirs holds the stream
-// directories found on disk.
-func (s *Store) seedFromDirs(dirs map[string]bool) error {
-	for _, ts := range s.mu.tenants {
-		for _, st := range ts.streams {
-			dir := s.streamDir(st.rec)
-			if !dirs[dir] {
+// or segment without one has never been used (directories are made by the
+// first use), so it is known to be empty. present holds the streams whose
+// directory is on disk.
+func (s *Store) seedFromDirs(present []*stream) error {
+	for _, st := range present {
+		dir := s.streamDir(st.rec)
+		segDirs, err := s.fs.List(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			segDirs, err := s.fs.List(dir)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				return fmt.Errorf("list %s: %w", dir, err)
-			}
-			has := make(map[string]bool, len(segDirs))
-			for _, d := range segDirs {
-				has[d] = true
-			}
-			for i, seg := range st.rec.Segments {
-				if has[seg.ID] {
-					s.markUntiered(st, i)
-				}
+			return fmt.Errorf("list %s: %w", dir, err)
+		}
+		has := make(map[string]bool, len(segDirs))
+		for _, d := range segDirs {
+			has[d] = true
+		}
+		for i, seg := range st.rec.Segments {
+			if has[seg.ID] {
+				s.markUntiered(st, i)
 			}
 		}
 	}

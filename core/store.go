@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,7 +198,6 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
-	owned := map[string]bool{}
 	err = s.cat.Scan([]byte(keyStream), nil, func(k, v []byte) error {
 		var r streamRecord
 		if err := json.Unmarshal(v, &r); err != nil {
@@ -210,7 +210,6 @@ func (s *Store) load() error {
 		compact(&r, ts)
 		ts.streams[r.Name] = newStream(r)
 		s.mu.streams++
-		owned[s.streamDir(r)] = true
 		return nil
 	})
 	if err != nil {
@@ -220,7 +219,7 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
-	present := map[string]bool{}
+	var present []*stream
 	for _, t := range tenants {
 		dirs, err := s.fs.List(filepath.Join(s.logsDir(), t))
 		if err != nil {
@@ -228,17 +227,36 @@ func (s *Store) load() error {
 		}
 		for _, d := range dirs {
 			p := filepath.Join(s.logsDir(), t, d)
-			if !owned[p] {
+			st := s.owner(t, d)
+			if st == nil {
 				s.log.Info("removing log directory of a deleted stream", zap.String("dir", p))
 				if err := s.fs.RemoveAll(p); err != nil {
 					return fmt.Errorf("remove orphaned %s: %w", p, err)
 				}
 				continue
 			}
-			present[p] = true
+			present = append(present, st)
 		}
 	}
 	return s.seedFromDirs(present)
+}
+
+// owner returns the stream whose log directory is logs/<tenant>/<dir>
+// (named <stream>@<incarnation>), or nil.
+func (s *Store) owner(tenant, dir string) *stream {
+	i := strings.LastIndexByte(dir, '@')
+	if i < 0 {
+		return nil
+	}
+	ts := s.mu.tenants[tenant]
+	if ts == nil {
+		return nil
+	}
+	st := ts.streams[dir[:i]]
+	if st == nil || strconv.FormatInt(st.rec.Incarnation, 10) != dir[i+1:] {
+		return nil
+	}
+	return st
 }
 
 // compact shares the strings every record repeats (tenant, encoding,
