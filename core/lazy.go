@@ -252,10 +252,10 @@ func (s *Store) OpenSegments() int {
 // start, until ctx ends.
 func (s *Store) run(ctx context.Context) {
 	defer close(s.lazy.done)
-	s.warmUp(ctx)
 	every := min(max(s.cfg.IdleClose/4, 10*time.Millisecond), time.Minute)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	s.warmUp(ctx, tick.C)
 	for {
 		select {
 		case <-ctx.Done():
@@ -269,15 +269,20 @@ func (s *Store) run(ctx context.Context) {
 // warmUp learns, one at a time, the bounds of the segments that were
 // marked at start without being opened, so that Streams reports them
 // without a caller having to open them. Each log is closed again at once
-// unless someone is using it.
-func (s *Store) warmUp(ctx context.Context) {
+// unless someone is using it; the idle sweep goes on meanwhile, since a
+// directory of an earlier release has every segment marked.
+func (s *Store) warmUp(ctx context.Context, tick <-chan time.Time) {
 	s.lazy.mu.Lock()
 	warm := s.lazy.warm
 	s.lazy.warm = nil
 	s.lazy.mu.Unlock()
 	for _, w := range warm {
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return
+		case now := <-tick:
+			s.closeIdle(now)
+		default:
 		}
 		if _, err := s.learn(w.st, w.i); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotFound) {
 			s.log.Warn("cannot open segment log to learn its bounds; retried at its next use",

@@ -489,3 +489,32 @@ func TestWaitEndsOnDeleteAndClose(t *testing.T) {
 		}
 	}
 }
+
+// After a restart, Streams reports the bounds of segments nobody has used
+// since (learned by opening each once, in the background or by Streams
+// itself) and leaves none of their logs open.
+func TestStreamsAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	fill(t, s, 3, 2)
+	s.Close()
+	s = openStore(t, dir)
+	defer s.Close()
+	all := s.Streams()
+	if len(all) != 3 {
+		t.Fatalf("%d streams", len(all))
+	}
+	for _, st := range all {
+		for _, seg := range st.Segments {
+			if seg.NextOffset != 1 || seg.Bytes == 0 {
+				t.Fatalf("%s segment %s after restart: %+v", st.Name, seg.ID, seg)
+			}
+		}
+	}
+	if n := s.OpenSegments(); n != 0 {
+		t.Fatalf("%d logs left open by learning their bounds", n)
+	}
+	if n := s.lazy.opens.Load(); n != 6 {
+		t.Fatalf("6 segments learned with %d opens", n)
+	}
+}
