@@ -326,9 +326,39 @@ func (s *Store) learn(st *stream, i int) (segment.State, error) {
 // every segment with tier-1 files; a write-ahead log's replay calls it for
 // the segments written since its checkpoint instead.
 func (s *Store) markUntiered(st *stream, i int) {
-	st.segs[i].known = false
+	sl := &st.segs[i]
+	sl.mu.Lock()
+	if sl.log == nil {
+		// An open log's bounds are live; a closed one's are learned again
+		// by its next description.
+		sl.known = false
+	}
+	sl.mu.Unlock()
 	s.activity.Mark(st.ref(i))
+	s.lazy.mu.Lock()
 	s.lazy.warm = append(s.lazy.warm, segRef{st: st, i: i})
+	s.lazy.mu.Unlock()
+}
+
+// markUntieredRef is markUntiered by name, for a replay that knows
+// segments by SegmentRef. It runs during load, before the store is shared
+// (it reads the stream table without mu); it reports whether the segment exists (a segment replayed for a
+// deleted stream, or a former incarnation, does not).
+func (s *Store) markUntieredRef(ref SegmentRef) bool {
+	ts := s.mu.tenants[ref.Tenant]
+	if ts == nil {
+		return false
+	}
+	st := ts.streams[ref.Stream]
+	if st == nil || st.rec.Created.UnixNano() != ref.Incarnation {
+		return false
+	}
+	i, err := st.segmentIndex(ref.Segment)
+	if err != nil {
+		return false
+	}
+	s.markUntiered(st, i)
+	return true
 }
 
 // seedFromDirs marks every segment that has a tier-1 directory. A stream

@@ -518,3 +518,39 @@ func TestStreamsAfterRestart(t *testing.T) {
 		t.Fatalf("6 segments learned with %d opens", n)
 	}
 }
+
+// The seeding seam by name marks only segments of live incarnations.
+func TestMarkUntieredRef(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	s.CreateTenant(ctx, "acme", nil)
+	st, _ := s.CreateStream(ctx, "acme", "s", StreamConfig{Segments: 2})
+	live := SegmentRef{Tenant: "acme", Stream: "s", Segment: "1", Incarnation: st.Incarnation()}
+	cases := map[string]struct {
+		ref  SegmentRef
+		want bool
+	}{
+		"live segment":       {live, true},
+		"former incarnation": {SegmentRef{Tenant: "acme", Stream: "s", Segment: "1", Incarnation: 1}, false},
+		"no such segment":    {SegmentRef{Tenant: "acme", Stream: "s", Segment: "2", Incarnation: st.Incarnation()}, false},
+		"no such stream":     {SegmentRef{Tenant: "acme", Stream: "gone", Segment: "0", Incarnation: st.Incarnation()}, false},
+		"no such tenant":     {SegmentRef{Tenant: "other", Stream: "s", Segment: "0", Incarnation: st.Incarnation()}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s.activity.Take()
+			if got := s.markUntieredRef(tc.ref); got != tc.want {
+				t.Fatalf("markUntieredRef = %v, want %v", got, tc.want)
+			}
+			got := s.activity.Take()
+			if tc.want != (len(got) == 1 && got[0] == tc.ref) {
+				t.Fatalf("activity after marking: %v", got)
+			}
+		})
+	}
+	// A marked segment's bounds are learned by its next description.
+	if d, err := s.GetStream(ctx, "acme", "s"); err != nil || d.Segments[1].NextOffset != 0 {
+		t.Fatalf("describe after marking: %+v %v", d, err)
+	}
+}
