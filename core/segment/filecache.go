@@ -101,6 +101,33 @@ func (c *FileCache) acquire(path string, create bool) (*handle, error) {
 
 var errExists = errors.New("file is open")
 
+// borrow counts one descriptor against the budget for a directory
+// operation (listing, creating or syncing a segment's directory), closing
+// idle handles to make room, so that many logs opened at once stay inside
+// the budget as far as idle handles allow. Call the returned function
+// when the operation's descriptor is closed.
+func (c *FileCache) borrow() func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// It never waits: its caller may hold a handle (a new file's
+	// directory is synced while the log's active file is held), and
+	// waiting for releases could then wait for itself.
+	for c.opened >= c.max {
+		e := c.idle.Front()
+		if e == nil {
+			break
+		}
+		c.closeLocked(e.Value.(*handle))
+	}
+	c.opened++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.opened--
+		c.freed.Signal()
+	}
+}
+
 func (c *FileCache) closeLocked(h *handle) {
 	if h.elem != nil {
 		c.idle.Remove(h.elem)
