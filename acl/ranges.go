@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/silt-io/silt/core/names"
 	"github.com/silt-io/silt/view"
 )
 
@@ -93,19 +94,6 @@ func (s *Store) StreamRanges(p Principal, a Action, tenant string) ([]NameRange,
 // Stream names are ASCII, so the last byte can always be raised.
 func nameAfterPrefix(p string) string { return p[:len(p)-1] + string(p[len(p)-1]+1) }
 
-// justBefore returns a string below s and above every name below s, for
-// ReadDir's exclusive after. View names never hold 0xff.
-func justBefore(s string) string {
-	if s == "" {
-		return ""
-	}
-	last := s[len(s)-1]
-	if last == 0 {
-		return s[:len(s)-1]
-	}
-	return s[:len(s)-1] + string([]byte{last - 1, 0xff})
-}
-
 // readRanges lists up to limit entries of dir after after that lie in
 // ranges (sorted by From) and that keep accepts. Each range is read from
 // its start, so what lies between ranges is never read; after only moves
@@ -116,7 +104,7 @@ func (w *wrapped) readRanges(ctx context.Context, dir string, ranges []NameRange
 		if rg.To != "" && rg.To <= after {
 			continue
 		}
-		from := max(after, justBefore(rg.From))
+		from := max(after, names.Before(rg.From))
 		for {
 			// An exact name needs one entry; a prefix range what is left
 			// of the page and one more.
@@ -161,7 +149,7 @@ func (w *wrapped) readTenants(ctx context.Context, tenants []string, after strin
 		if t <= after {
 			continue
 		}
-		page, err := w.v.ReadDir(ctx, "/", justBefore(t), 1)
+		page, err := w.v.ReadDir(ctx, "/", names.Before(t), 1)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/silt-io/silt/core"
@@ -43,6 +44,30 @@ func (c Config) minFree(total uint64) uint64 {
 		return uint64(c.MinFreeBytes)
 	}
 	return min(max(total/20, minFreeFloor), minFreeCeil)
+}
+
+// diskSampleEvery is how often tier 1's filesystem is measured at most:
+// backpressure asks on every append, and a busy node should pay one statfs
+// per interval, not one per request. Space runs out no faster than the
+// floor (at least 4 MiB) is written in this time.
+const diskSampleEvery = 50 * time.Millisecond
+
+// sampledStat returns stat, remembering each answer for every.
+func sampledStat(stat func(string) (uint64, uint64, error), every time.Duration) func(string) (uint64, uint64, error) {
+	var mu sync.Mutex
+	var at time.Time
+	var dir string
+	var avail, total uint64
+	var err error
+	return func(d string) (uint64, uint64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d != dir || time.Since(at) >= every {
+			avail, total, err = stat(d)
+			at, dir = time.Now(), d
+		}
+		return avail, total, err
+	}
 }
 
 // pressure is the node-wide state of tier 1's space.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/silt-io/silt/core"
 )
@@ -114,5 +115,29 @@ func TestCheckStartSpace(t *testing.T) {
 	err := checkStartSpace(cfg, dir, (&fakeDisk{0, 24 << 20}).stat)
 	if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "free space there") || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("full disk: %v", err)
+	}
+}
+
+// Backpressure asks on every append; the filesystem is measured once per
+// interval however many ask, and again for another directory.
+func TestSampledStat(t *testing.T) {
+	calls := 0
+	stat := sampledStat(func(string) (uint64, uint64, error) { calls++; return uint64(calls), 100, nil }, time.Hour)
+	for range 1000 {
+		if a, _, _ := stat("x"); a != 1 {
+			t.Fatalf("avail %d, want the first measurement", a)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("%d measurements for 1000 asks within the interval, want 1", calls)
+	}
+	if a, _, _ := stat("y"); a != 2 || calls != 2 {
+		t.Fatalf("another directory: avail %d after %d measurements, want a new one", a, calls)
+	}
+	again := sampledStat(func(string) (uint64, uint64, error) { calls++; return 0, 0, nil }, 0)
+	again("x")
+	again("x")
+	if calls != 4 {
+		t.Fatalf("with no interval every ask measures: %d calls, want 4", calls)
 	}
 }

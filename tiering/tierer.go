@@ -174,7 +174,7 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	if o.wrap != nil {
 		t.store = o.wrap(t.store)
 	}
-	t.statDisk = statDisk
+	t.statDisk = sampledStat(statDisk, diskSampleEvery)
 	if o.statDisk != nil {
 		t.statDisk = o.statDisk
 	}

@@ -171,25 +171,9 @@ func fsyncLoop(dir string, size int, dur time.Duration) result {
 
 // inProcess appends 1 KiB events through core.Store with n producers.
 func inProcess(dir string, n int, dur time.Duration) result {
-	cfg := core.DefaultConfig()
-	cfg.Dir = filepath.Join(dir, fmt.Sprintf("inproc-%d", n))
-	s, err := core.Open(cfg, nil)
-	if err != nil {
-		fatal(err)
-	}
-	defer os.RemoveAll(cfg.Dir)
-	defer s.Close()
+	s, ev, done := benchStore(filepath.Join(dir, fmt.Sprintf("inproc-%d", n)), "s")
+	defer done()
 	ctx := context.Background()
-	if _, err := s.CreateTenant(ctx, "bench", nil); err != nil {
-		fatal(err)
-	}
-	if _, err := s.CreateStream(ctx, "bench", "s", core.StreamConfig{}); err != nil {
-		fatal(err)
-	}
-	ev := make([]byte, 1<<10)
-	for i := range ev {
-		ev[i] = 'a'
-	}
 	return runProducers(fmt.Sprintf("silt in-process, %d producers", n), n, dur, func(int) error {
 		_, err := s.Append(ctx, core.AppendRequest{Tenant: "bench", Stream: "s", Events: [][]byte{ev}})
 		return err
@@ -251,4 +235,30 @@ func report(rs []result, base1k, base64k result) {
 			r.eventsPerSec()/base1k.eventsPerSec(), r.mbPerSec()/base64k.mbPerSec(),
 			float64(r.pct(0.99))/float64(base1k.pct(0.99)), rss)
 	}
+}
+
+// benchStore opens a store in dir with tenant "bench" holding the named
+// streams, and returns it with a 1 KiB event and the function that closes
+// and removes it.
+func benchStore(dir string, streams ...string) (*core.Store, []byte, func()) {
+	cfg := core.DefaultConfig()
+	cfg.Dir = dir
+	s, err := core.Open(cfg, nil)
+	if err != nil {
+		fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.CreateTenant(ctx, "bench", nil); err != nil {
+		fatal(err)
+	}
+	for _, name := range streams {
+		if _, err := s.CreateStream(ctx, "bench", name, core.StreamConfig{}); err != nil {
+			fatal(err)
+		}
+	}
+	ev := make([]byte, 1<<10)
+	for i := range ev {
+		ev[i] = 'a'
+	}
+	return s, ev, func() { s.Close(); os.RemoveAll(dir) }
 }

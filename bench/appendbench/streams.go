@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"time"
@@ -17,29 +16,13 @@ import (
 // disk as it is at that moment. With one write-ahead log per node the two
 // should be close (target: many streams ≥ 0.9× one stream).
 func streamsRuns(dir string, n, pairs int, slice time.Duration) []result {
-	cfg := core.DefaultConfig()
-	cfg.Dir = filepath.Join(dir, fmt.Sprintf("streams-%d", n))
-	s, err := core.Open(cfg, nil)
-	if err != nil {
-		fatal(err)
-	}
-	defer os.RemoveAll(cfg.Dir)
-	defer s.Close()
-	ctx := context.Background()
-	if _, err := s.CreateTenant(ctx, "bench", nil); err != nil {
-		fatal(err)
-	}
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("s%d", i)
-		if _, err := s.CreateStream(ctx, "bench", names[i], core.StreamConfig{}); err != nil {
-			fatal(err)
-		}
 	}
-	ev := make([]byte, 1<<10)
-	for i := range ev {
-		ev[i] = 'a'
-	}
+	s, ev, done := benchStore(filepath.Join(dir, fmt.Sprintf("streams-%d", n)), names...)
+	defer done()
+	ctx := context.Background()
 	many := fmt.Sprintf("silt in-process, %d producers on %d streams", n, n)
 	one := fmt.Sprintf("silt in-process, %d producers on 1 stream", n)
 	var rMany, rOne result

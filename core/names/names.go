@@ -87,3 +87,17 @@ func Metadata(m map[string]string) error {
 	}
 	return nil
 }
+
+// Before returns a string below s and above every valid name below s: the
+// last byte decremented and followed by 0xff, which no valid name holds. A
+// listing that takes an exclusive "after" starts at s when given it.
+func Before(s string) string {
+	if s == "" {
+		return ""
+	}
+	last := s[len(s)-1]
+	if last == 0 {
+		return s[:len(s)-1]
+	}
+	return s[:len(s)-1] + string([]byte{last - 1, 0xff})
+}

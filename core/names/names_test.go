@@ -52,3 +52,18 @@ func TestRules(t *testing.T) {
 		}
 	}
 }
+
+// Before sits between s and every name below s.
+func TestBefore(t *testing.T) {
+	for _, tc := range []struct{ s, below, want string }{
+		{"b", "az", "a\xff"},
+		{"s10", "s0zzzz", "s1/\xff"},
+		{"a\x00", "a", "a"},
+		{"", "", ""},
+	} {
+		got := Before(tc.s)
+		if got != tc.want || !(got < tc.s || tc.s == "") || !(tc.below <= got) {
+			t.Errorf("Before(%q) = %q, want %q: above %q and below %q", tc.s, got, tc.want, tc.below, tc.s)
+		}
+	}
+}

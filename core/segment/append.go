@@ -217,28 +217,19 @@ func (l *Log) lead() {
 			continue
 		}
 		l.mu.Lock()
-		base := cur.size
-		last := cur.index[len(cur.index)-1].pos
-		for _, r := range g.records {
-			if base+r.pos-last >= indexEvery {
-				cur.index = append(cur.index, indexEntry{offset: r.offset, pos: base + r.pos})
-				last = base + r.pos
-			}
-		}
-		cur.size += g.size
-		l.mu.committed = g.next
-		for _, ws := range g.writers {
-			ws.g = nil
-		}
+		l.committedLocked(cur, g)
 		if !l.mu.closed { // Close closed notify already
 			close(l.mu.notify)
 			l.mu.notify = make(chan struct{})
 		}
-		g.finishLocked(nil)
 		l.mu.Unlock()
+		// Before the acknowledgement, as in writeGroup.
 		if l.opts.OnCommit != nil {
 			l.opts.OnCommit()
 		}
+		l.mu.Lock()
+		g.finishLocked(nil)
+		l.mu.Unlock()
 	}
 }
 
@@ -404,4 +395,23 @@ func putBuf(b *[]byte) {
 	}
 	*b = (*b)[:0]
 	bufPools[i].Put(b)
+}
+
+// committedLocked makes g, just written at the end of cur, readable: the
+// sparse index grows over its records, and its writers' batches are no
+// longer in flight.
+func (l *Log) committedLocked(cur *file, g *group) {
+	base := cur.size
+	last := cur.index[len(cur.index)-1].pos
+	for _, r := range g.records {
+		if base+r.pos-last >= indexEvery {
+			cur.index = append(cur.index, indexEntry{offset: r.offset, pos: base + r.pos})
+			last = base + r.pos
+		}
+	}
+	cur.size += g.size
+	l.mu.committed = g.next
+	for _, ws := range g.writers {
+		ws.g = nil
+	}
 }

@@ -60,8 +60,10 @@ type Options struct {
 	Log           *zap.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
-	// OnCommit, if set, is called after each commit, outside the log's
-	// locks (the store marks the segment in its Activity set).
+	// OnCommit, if set, is called after each commit and before its
+	// batches are acknowledged, outside the log's locks (the store marks
+	// the segment in its Activity set, which an acknowledged producer may
+	// expect tiering to see).
 	OnCommit func()
 	// Files holds the log's open descriptors; nil gives the log a cache
 	// of its own. A store shares one among all its logs, under its

@@ -116,9 +116,6 @@ func (w walGroup) Done(pos uint64, err error) {
 		l.fail(g, err)
 		return
 	}
-	if l.opts.OnCommit != nil {
-		l.opts.OnCommit()
-	}
 }
 
 // keepUnappliedLocked keeps a logged group's records for recovery to
@@ -168,24 +165,19 @@ func (l *Log) writeGroup(cur *file, g *group, pos uint64) error {
 		l.opts.OnWrite(cur.path, pos)
 	}
 	l.mu.Lock()
-	base := cur.size
-	last := cur.index[len(cur.index)-1].pos
-	for _, r := range g.records {
-		if base+r.pos-last >= indexEvery {
-			cur.index = append(cur.index, indexEntry{offset: r.offset, pos: base + r.pos})
-			last = base + r.pos
-		}
-	}
-	cur.size += g.size
+	l.committedLocked(cur, g)
 	l.alloc = max(l.alloc, cur.size)
-	l.mu.committed = g.next
-	for _, ws := range g.writers {
-		ws.g = nil
-	}
 	if !l.mu.closed {
 		close(l.mu.notify)
 		l.mu.notify = make(chan struct{})
 	}
+	l.mu.Unlock()
+	// Before the acknowledgement: whoever was acknowledged finds the
+	// commit's effects (tiering's activity set) already in place.
+	if l.opts.OnCommit != nil {
+		l.opts.OnCommit()
+	}
+	l.mu.Lock()
 	g.finishLocked(nil)
 	l.doneInflightLocked()
 	l.mu.Unlock()

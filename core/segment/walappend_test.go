@@ -183,3 +183,40 @@ func TestCloseWaitsForLoggedGroups(t *testing.T) {
 		t.Fatalf("the closed log's files end at offset %d; the WAL holds the batch at offset 0, so a reopened log must continue at 1", next)
 	}
 }
+
+// TestOnCommitBeforeAck: a producer that was acknowledged finds OnCommit
+// already called for its commit, with and without a WAL (tiering learns
+// of new data through it, and a test or a client that appends and then
+// asks for a tiering pass must not find the segment missing).
+func TestOnCommitBeforeAck(t *testing.T) {
+	for _, withWAL := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own-sync", true: "wal"}[withWAL], func(t *testing.T) {
+			fs := vfs.NewCrashFS()
+			var commits atomic.Int64
+			// The callback is slow, so that an acknowledgement sent before
+			// it would be seen before the count moves.
+			opts := Options{FS: fs, Dir: "/seg", OnCommit: func() {
+				time.Sleep(time.Millisecond)
+				commits.Add(1)
+			}}
+			if withWAL {
+				w, _ := openWAL(t, fs, nil)
+				defer w.Close()
+				opts.WAL, opts.Name = w, "t/s@1/0"
+			}
+			l, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			for i := range 20 {
+				if _, err := l.Append(context.Background(), Batch{Events: ev("x")}); err != nil {
+					t.Fatal(err)
+				}
+				if n := commits.Load(); n < int64(i+1) {
+					t.Fatalf("append %d acknowledged with %d commits reported", i+1, n)
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/silt-io/silt/core/vfs"
 )
 
 // writersFile is the writer-table checkpoint in a segment's directory. The
@@ -59,30 +61,8 @@ func (l *Log) saveWriters(ws []writerRecord) error {
 	if err != nil {
 		return err
 	}
-	fs, dir := l.opts.FS, l.opts.Dir
-	tmp := filepath.Join(dir, writersTemp)
-	if err := fs.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale writer checkpoint: %w", err)
-	}
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("write writer checkpoint: %w", err)
-	}
-	err = f.WriteVAt([][]byte{data}, 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, filepath.Join(dir, writersFile))
-	}
-	if err == nil {
-		err = fs.SyncDir(dir)
-	}
-	if err != nil {
-		return fmt.Errorf("write writer checkpoint in %s: %w", dir, err)
+	if err := vfs.WriteFileDurable(l.opts.FS, l.opts.Dir, writersTemp, writersFile, data); err != nil {
+		return fmt.Errorf("write writer checkpoint in %s: %w", l.opts.Dir, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -197,4 +198,32 @@ func MkdirAllDurable(fs FS, dir string) error {
 func contains(names []string, n string) bool {
 	i := sort.SearchStrings(names, n)
 	return i < len(names) && names[i] == n
+}
+
+// WriteFileDurable replaces dir/name with data so that a crash leaves
+// either the old file or the new one: it writes dir/tmp (removing a stale
+// one first), syncs it, renames it over name and syncs dir.
+func WriteFileDurable(fs FS, dir, tmp, name string, data []byte) error {
+	tmp = filepath.Join(dir, tmp)
+	if err := fs.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale %s: %w", tmp, err)
+	}
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	err = f.WriteVAt([][]byte{data}, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err == nil {
+		err = fs.SyncDir(dir)
+	}
+	return err
 }

@@ -385,29 +385,7 @@ func (b *Files) TruncateBefore(pos uint64) error {
 // SaveCheckpoint implements Backend: temp file, fsync, rename, directory
 // fsync.
 func (b *Files) SaveCheckpoint(data []byte) error {
-	fs, dir := b.opts.FS, b.opts.Dir
-	tmp := filepath.Join(dir, checkpointTemp)
-	if err := fs.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale wal checkpoint: %w", err)
-	}
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("write wal checkpoint: %w", err)
-	}
-	err = f.WriteVAt([][]byte{data}, 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, filepath.Join(dir, checkpointFile))
-	}
-	if err == nil {
-		err = fs.SyncDir(dir)
-	}
-	if err != nil {
+	if err := vfs.WriteFileDurable(b.opts.FS, b.opts.Dir, checkpointTemp, checkpointFile, data); err != nil {
 		return fmt.Errorf("write wal checkpoint: %w", err)
 	}
 	return nil

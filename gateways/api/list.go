@@ -245,7 +245,7 @@ func inRanges[T any](list func(after string, n int) ([]T, error), name func(T) s
 			if rg.To != "" && rg.To <= after {
 				continue
 			}
-			from := max(after, justBefore(rg.From))
+			from := max(after, names.Before(rg.From))
 			for len(out) < n {
 				want := n - len(out)
 				if rg.To == rg.From+"\x00" {
@@ -275,17 +275,4 @@ func inRanges[T any](list func(after string, n int) ([]T, error), name func(T) s
 		}
 		return out, nil
 	}
-}
-
-// justBefore returns a string below s and above every name below s (names
-// never hold 0xff), to list from s with an exclusive after.
-func justBefore(s string) string {
-	if s == "" {
-		return ""
-	}
-	last := s[len(s)-1]
-	if last == 0 {
-		return s[:len(s)-1]
-	}
-	return s[:len(s)-1] + string([]byte{last - 1, 0xff})
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/silt-io/silt/core/names"
 )
 
 const (
@@ -68,7 +70,7 @@ func (h *handler) listBuckets() {
 		limit = n
 	}
 	prefix := q.Get("prefix")
-	after := before(prefix)
+	after := names.Before(prefix)
 	if tok := q.Get("continuation-token"); tok != "" {
 		b, err := base64.RawURLEncoding.DecodeString(tok)
 		if err != nil || len(b) == 0 {

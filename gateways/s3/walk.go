@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/silt-io/silt/core/names"
 	"github.com/silt-io/silt/view"
 )
 
@@ -148,7 +149,7 @@ func (w *walker) walk(dir, base, namePrefix string) error {
 		}
 		first = max(first, nm)
 	}
-	after := before(first)
+	after := names.Before(first)
 	var pending []string // held-back directory names; the last has the smallest key
 	flush := func(upTo string, all bool) error {
 		for len(pending) > 0 {
@@ -255,18 +256,4 @@ func (w *walker) hasKey(dir string) (bool, error) {
 		}
 		after = page[len(page)-1].Name
 	}
-}
-
-// before returns a name just below s for ReadDir's exclusive "after": the
-// last byte decremented and followed by 0xff. Valid names never contain
-// 0xff, so no name falls between the result and s.
-func before(s string) string {
-	if s == "" {
-		return ""
-	}
-	last := s[len(s)-1]
-	if last == 0 {
-		return s[:len(s)-1]
-	}
-	return s[:len(s)-1] + string([]byte{last - 1, 0xff})
 }

@@ -198,8 +198,10 @@ func (l *Listener) admit(nc net.Conn) *Conn {
 	l.mu.Lock()
 	if l.mu.clients[c.client] >= l.limits.PerClient {
 		l.mu.Unlock()
-		nc.Close()
+		// Counted before the close, so that whoever sees the close sees
+		// the count too.
 		l.met.refusedPerClient.Inc()
+		nc.Close()
 		l.log.Warn("connection refused: the client address holds max_connections_per_client (see silt_connections_refused_total)",
 			zap.String("remote", nc.RemoteAddr().String()), zap.Int("max_connections_per_client", l.limits.PerClient))
 		return nil
@@ -209,8 +211,8 @@ func (l *Listener) admit(nc net.Conn) *Conn {
 		victim = l.mu.idle.front()
 		if victim == nil {
 			l.mu.Unlock()
-			nc.Close()
 			l.met.refusedMax.Inc()
+			nc.Close()
 			l.log.Warn("connection refused: the head holds max_connections, all serving requests (see silt_connections_refused_total)",
 				zap.String("remote", nc.RemoteAddr().String()), zap.Int("max_connections", l.limits.Max))
 			return nil
@@ -225,8 +227,8 @@ func (l *Listener) admit(nc net.Conn) *Conn {
 	if victim != nil {
 		// Outside the lock: closing a socket is a system call, and the
 		// victim's server sees its read fail and ends the connection.
-		victim.Conn.Close()
 		l.met.evictedMax.Inc()
+		victim.Conn.Close()
 		l.log.Info("closed the longest-idle connection to admit a new one: the head holds max_connections (see silt_connections_evicted_total)",
 			zap.String("closed", victim.RemoteAddr().String()), zap.String("admitted", nc.RemoteAddr().String()),
 			zap.Int("max_connections", l.limits.Max))
