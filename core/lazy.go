@@ -368,7 +368,8 @@ func (s *Store) markUntieredRef(ref SegmentRef) bool {
 func (s *Store) seedFromDirs(present []*stream) error {
 	for _, st := range present {
 		dir := s.streamDir(st.rec)
-		segDirs, err := s.fs.List(dir)
+		var segDirs []string
+		err := s.dirOp(1, func() (err error) { segDirs, err = s.fs.List(dir); return err })
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue

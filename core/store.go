@@ -194,6 +194,16 @@ func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
 	return s, nil
 }
 
+// dirOp runs a directory operation under <dir>/logs holding at most n
+// descriptors at once, counted against core.max_open_files with the
+// segment files, so that nothing the store opens there exceeds it.
+func (s *Store) dirOp(n int, fn func() error) error { return s.wal.files.DirOp(n, fn) }
+
+// removeDescriptors is what removing a stream's log directory holds open
+// at its deepest: the stream's parent, the stream's and a segment's
+// directory.
+const removeDescriptors = 3
+
 func (s *Store) logsDir() string { return filepath.Join(s.cfg.Dir, "logs") }
 
 func (s *Store) streamDir(r streamRecord) string {
@@ -232,14 +242,14 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
-	tenants, err := s.fs.List(s.logsDir())
-	if err != nil {
+	var tenants []string
+	if err := s.dirOp(1, func() (err error) { tenants, err = s.fs.List(s.logsDir()); return err }); err != nil {
 		return err
 	}
 	var present []*stream
 	for _, t := range tenants {
-		dirs, err := s.fs.List(filepath.Join(s.logsDir(), t))
-		if err != nil {
+		var dirs []string
+		if err := s.dirOp(1, func() (err error) { dirs, err = s.fs.List(filepath.Join(s.logsDir(), t)); return err }); err != nil {
 			return err
 		}
 		for _, d := range dirs {
@@ -247,7 +257,7 @@ func (s *Store) load() error {
 			st := s.owner(t, d)
 			if st == nil {
 				s.log.Info("removing log directory of a deleted stream", zap.String("dir", p))
-				if err := s.fs.RemoveAll(p); err != nil {
+				if err := s.dirOp(removeDescriptors, func() error { return s.fs.RemoveAll(p) }); err != nil {
 					return fmt.Errorf("remove orphaned %s: %w", p, err)
 				}
 				continue
@@ -539,7 +549,7 @@ func (s *Store) DeleteStream(ctx context.Context, tenant, name string) error {
 		sl.mu.Unlock()
 	}
 	s.wakeWaiters()
-	if err := s.fs.RemoveAll(s.streamDir(st.rec)); err != nil {
+	if err := s.dirOp(removeDescriptors, func() error { return s.fs.RemoveAll(s.streamDir(st.rec)) }); err != nil {
 		s.log.Warn("could not remove deleted stream's logs; retried at next start", zap.String("stream", tenant+"/"+name), zap.Error(err))
 	}
 	return nil

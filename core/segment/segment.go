@@ -279,7 +279,7 @@ func (l *Log) recoverLocked() error {
 	}
 	sort.Slice(firsts, func(i, j int) bool { return firsts[i] < firsts[j] })
 	l.mu.writers = map[string]*writerState{}
-	if err := l.loadWriters(); err != nil {
+	if err := l.dirOp(l.loadWriters); err != nil {
 		return err
 	}
 	next := uint64(0)
@@ -462,12 +462,10 @@ func (l *Log) createFile(first uint64) (*file, error) {
 	return &file{first: first, name: name, path: path, index: []indexEntry{{offset: first, pos: 0}}}, nil
 }
 
-// dirOp runs a directory operation with its descriptor counted against
-// the shared file budget.
+// dirOp runs a directory operation that holds one descriptor at a time
+// with it counted against the shared file budget.
 func (l *Log) dirOp(fn func() error) error {
-	done := l.opts.Files.borrow()
-	defer done()
-	return fn()
+	return l.opts.Files.DirOp(1, fn)
 }
 
 func (l *Log) closeFilesLocked() {
