@@ -1,6 +1,7 @@
 // Package core is silt's segment engine: tenants, streams, segments and the
 // durable tier-1 logs behind them. core.Store only wires the pieces: the
-// catalog (pebble) for metadata and one core/segment log per segment.
+// catalog (pebble) for metadata and one core/segment log per segment, opened
+// on the segment's first use and closed when it idles (lazy.go).
 //
 // Every acknowledged append has been fdatasynced in the node's write-ahead
 // log (core/wal); concurrent appends to any segments share one sync (group
@@ -15,8 +16,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +44,10 @@ type Config struct {
 	// MaxOpenFiles is the segment files' descriptor budget (walstore.go).
 	MaxOpenFiles int       `koanf:"max_open_files" help:"most segment files kept open at once; 0: half of what the connection caps leave of the file descriptor limit (docs/connections.md)"`
 	WAL          WALConfig `koanf:"wal"`
+	// IdleClose bounds what an idle stream costs: its segment logs (two
+	// descriptors and their in-memory index each) are closed once unused
+	// for this long, and reopened, re-reading their files, by the next use.
+	IdleClose time.Duration `koanf:"idle_close" help:"close a segment's tier-1 log after it has not been used for this long (its next use opens it again)"`
 }
 
 // DefaultConfig returns the embedded defaults.
@@ -48,10 +55,11 @@ func DefaultConfig() Config {
 	return Config{
 		Dir:              "silt-data",
 		SegmentFileBytes: 64 << 20,
-		Limits:           Limits{MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20, MaxBatchEvents: 100_000, MaxSegments: 256},
+		Limits:           Limits{MaxEventBytes: 1 << 20, MaxBatchBytes: 8 << 20, MaxBatchEvents: 100_000, MaxSegments: 256, MaxStreams: 1_000_000},
 		DefaultSegments:  1,
 		MaxReadBytes:     4 << 20,
 		WAL:              defaultWALConfig(),
+		IdleClose:        time.Minute,
 	}
 }
 
@@ -72,6 +80,9 @@ func (c Config) Validate() error {
 	if err := c.WAL.validate(); err != nil {
 		return err
 	}
+	if c.IdleClose <= 0 {
+		return fmt.Errorf("core: idle_close must be positive")
+	}
 	return c.Limits.validate()
 }
 
@@ -89,21 +100,52 @@ type Store struct {
 	// activity holds the segments that may have events not yet in tier 2.
 	activity *Activity
 	wal      *walState
+	lazy     lazyState
+	// setRecord durably writes one catalog record (a seam for tests that
+	// make the catalog fail).
+	setRecord func(key string, v []byte) error
+	// writes counts catalog writes made outside mu, which Close waits for
+	// before it closes the catalog.
+	writes sync.WaitGroup
 
 	mu struct {
 		sync.RWMutex
-		tenants map[string]Tenant
-		streams map[string]*stream // key tenant/name
+		tenants map[string]*tenantState
+		// streams counts every stream, those being created included,
+		// against limits.max_streams.
+		streams int
 		closed  bool
 	}
 }
 
-// stream is an open stream: its catalog record and one log per segment.
+// tenantState is a tenant and its streams.
+type tenantState struct {
+	t       Tenant
+	streams map[string]*stream
+	// creating holds the names whose catalog record is being written.
+	creating map[string]struct{}
+}
+
+// stream is a stream's record and its segments' slots; it is kept small,
+// since every stream of the node has one whether it is used or not.
 type stream struct {
-	rec     streamRecord
-	logs    []*segment.Log
-	rr      atomic.Uint64 // round-robin for appends without a key
-	writers *writerOwners
+	rec  streamRecord
+	segs []segSlot
+	rr   atomic.Uint64 // round-robin for appends without a key
+	// deleted is set before the slots are closed, so that no use opens a
+	// log of a deleted stream.
+	deleted  atomic.Bool
+	openSegs atomic.Int32
+	ownersMu sync.Mutex
+	owners   *writerOwners // nil until an owner-checked append needs it
+}
+
+func newStream(r streamRecord) *stream {
+	st := &stream{rec: r, segs: make([]segSlot, len(r.Segments))}
+	for i := range st.segs {
+		st.segs[i].known = true
+	}
+	return st
 }
 
 // streamRecord is what the catalog keeps for a stream. Incarnation names
@@ -135,21 +177,32 @@ func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity()}
-	s.mu.tenants = map[string]Tenant{}
-	s.mu.streams = map[string]*stream{}
+	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity(), setRecord: cat.Set}
+	s.mu.tenants = map[string]*tenantState{}
+	s.lazy.open = map[*segSlot]*stream{}
+	s.lazy.gone = make(chan struct{})
 	if err := s.openWAL(); err != nil {
 		cat.Close()
 		return nil, err
 	}
 	if err := s.load(); err != nil {
-		s.closeLogs()
 		s.wal.close()
 		cat.Close()
 		return nil, err
 	}
+	s.startLazy()
 	return s, nil
 }
+
+// dirOp runs a directory operation under <dir>/logs holding at most n
+// descriptors at once, counted against core.max_open_files with the
+// segment files, so that nothing the store opens there exceeds it.
+func (s *Store) dirOp(n int, fn func() error) error { return s.wal.files.DirOp(n, fn) }
+
+// removeDescriptors is what removing a stream's log directory holds open
+// at its deepest: the stream's parent, the stream's and a segment's
+// directory.
+const removeDescriptors = 3
 
 func (s *Store) logsDir() string { return filepath.Join(s.cfg.Dir, "logs") }
 
@@ -157,92 +210,96 @@ func (s *Store) streamDir(r streamRecord) string {
 	return filepath.Join(s.logsDir(), r.Tenant, fmt.Sprintf("%s@%d", r.Name, r.Incarnation))
 }
 
-// load reads the catalog, opens every segment log and removes log
-// directories that no catalog entry owns (left by an interrupted delete).
+// load reads the catalog's tenant and stream records, opening no segment
+// log, removes log directories that no catalog entry owns (left by an
+// interrupted delete) and seeds the Activity set.
 func (s *Store) load() error {
 	err := s.cat.Scan([]byte(keyTenant), nil, func(_, v []byte) error {
 		var t Tenant
 		if err := json.Unmarshal(v, &t); err != nil {
 			return fmt.Errorf("decode tenant record: %w", err)
 		}
-		s.mu.tenants[t.Name] = t
+		s.mu.tenants[t.Name] = &tenantState{t: t, streams: map[string]*stream{}}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	owned := map[string]bool{}
-	err = s.cat.Scan([]byte(keyStream), nil, func(_, v []byte) error {
+	err = s.cat.Scan([]byte(keyStream), nil, func(k, v []byte) error {
 		var r streamRecord
 		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("decode stream record: %w", err)
+			return fmt.Errorf("decode stream record %s: %w", k, err)
 		}
-		st, err := s.openStream(r)
-		if err != nil {
-			return err
+		ts := s.mu.tenants[r.Tenant]
+		if ts == nil {
+			return fmt.Errorf("stream record %s: its tenant %q has no record", k, r.Tenant)
 		}
-		s.mu.streams[r.Tenant+"/"+r.Name] = st
-		owned[s.streamDir(r)] = true
+		compact(&r, ts)
+		ts.streams[r.Name] = newStream(r)
+		s.mu.streams++
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	tenants, err := s.fs.List(s.logsDir())
-	if err != nil {
+	var tenants []string
+	if err := s.dirOp(1, func() (err error) { tenants, err = s.fs.List(s.logsDir()); return err }); err != nil {
 		return err
 	}
+	var present []*stream
 	for _, t := range tenants {
-		dirs, err := s.fs.List(filepath.Join(s.logsDir(), t))
-		if err != nil {
+		var dirs []string
+		if err := s.dirOp(1, func() (err error) { dirs, err = s.fs.List(filepath.Join(s.logsDir(), t)); return err }); err != nil {
 			return err
 		}
 		for _, d := range dirs {
 			p := filepath.Join(s.logsDir(), t, d)
-			if !owned[p] {
+			st := s.owner(t, d)
+			if st == nil {
 				s.log.Info("removing log directory of a deleted stream", zap.String("dir", p))
-				if err := s.fs.RemoveAll(p); err != nil {
+				if err := s.dirOp(removeDescriptors, func() error { return s.fs.RemoveAll(p) }); err != nil {
 					return fmt.Errorf("remove orphaned %s: %w", p, err)
 				}
+				continue
 			}
+			present = append(present, st)
 		}
 	}
-	return nil
+	return s.seedFromDirs(present)
 }
 
-func (s *Store) openStream(r streamRecord) (*stream, error) {
-	st := &stream{rec: r}
-	for _, seg := range r.Segments {
-		ref := SegmentRef{Tenant: r.Tenant, Stream: r.Name, Segment: seg.ID, Incarnation: r.Created.UnixNano()}
-		l, err := segment.Open(s.wal.segmentOptions(segment.Options{
-			OnCommit:        func() { s.activity.Mark(ref) },
-			FS:              s.fs,
-			Dir:             filepath.Join(s.streamDir(r), seg.ID),
-			FileBytes:       s.cfg.SegmentFileBytes,
-			MaxRecordBytes:  s.cfg.Limits.MaxBatchBytes + 64<<10,
-			WriterRetention: writerRetention,
-			Log:             s.log.With(zap.String("tenant", r.Tenant), zap.String("stream", r.Name), zap.String("segment", seg.ID)),
-		}, r, seg.ID, ref))
-		if err != nil {
-			for _, o := range st.logs {
-				o.Close()
-			}
-			return nil, fmt.Errorf("open stream %s/%s segment %s: %w", r.Tenant, r.Name, seg.ID, err)
-		}
-		st.logs = append(st.logs, l)
-		// Anything in tier 1 may not be in tier 2 yet: tiering decides.
-		if state := l.State(); state.Next > state.First {
-			s.activity.Mark(ref)
-		}
+// owner returns the stream whose log directory is logs/<tenant>/<dir>
+// (named <stream>@<incarnation>), or nil.
+func (s *Store) owner(tenant, dir string) *stream {
+	i := strings.LastIndexByte(dir, '@')
+	if i < 0 {
+		return nil
 	}
-	st.writers = newWriterOwners(st.logs)
-	return st, nil
+	ts := s.mu.tenants[tenant]
+	if ts == nil {
+		return nil
+	}
+	st := ts.streams[dir[:i]]
+	if st == nil || strconv.FormatInt(st.rec.Incarnation, 10) != dir[i+1:] {
+		return nil
+	}
+	return st
 }
 
-func (s *Store) closeLogs() {
-	for _, st := range s.mu.streams {
-		for _, l := range st.logs {
-			l.Close()
+// compact shares the strings every record repeats (tenant, encoding,
+// segment ids), so that the stream table costs little per stream.
+func compact(r *streamRecord, ts *tenantState) {
+	r.Tenant = ts.t.Name
+	switch r.Config.Encoding {
+	case EncodingLines:
+		r.Config.Encoding = EncodingLines
+	case EncodingFramed:
+		r.Config.Encoding = EncodingFramed
+	}
+	r.Segments = slices.Clip(r.Segments)
+	for i := range r.Segments {
+		if id := strconv.Itoa(i); r.Segments[i].ID == id {
+			r.Segments[i].ID = id // small numbers' strings are static
 		}
 	}
 }
@@ -250,12 +307,14 @@ func (s *Store) closeLogs() {
 // Close stops the store; later calls fail with ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.mu.closed {
+		s.mu.Unlock()
 		return nil
 	}
 	s.mu.closed = true
-	s.closeLogs()
+	s.mu.Unlock()
+	s.writes.Wait()
+	s.closeAllLogs()
 	werr := s.wal.close()
 	if err := s.cat.Close(); err != nil {
 		return err
@@ -274,75 +333,10 @@ func (s *Store) Limits() Limits { return s.cfg.Limits }
 
 func invalid(err error) error { return fmt.Errorf("%w: %v", ErrInvalid, err) }
 
-// CreateTenant creates a tenant.
-func (s *Store) CreateTenant(ctx context.Context, name string, metadata map[string]string) (Tenant, error) {
-	if err := names.Tenant(name); err != nil {
-		return Tenant{}, invalid(err)
-	}
-	if err := names.Metadata(metadata); err != nil {
-		return Tenant{}, invalid(err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mu.closed {
-		return Tenant{}, ErrClosed
-	}
-	if _, ok := s.mu.tenants[name]; ok {
-		return Tenant{}, fmt.Errorf("%w: tenant %q", ErrExists, name)
-	}
-	t := Tenant{Name: name, Created: time.Now().UTC(), Metadata: metadata}
-	v, _ := json.Marshal(t)
-	if err := s.cat.Set(keyTenant+name, v); err != nil {
-		return Tenant{}, err
-	}
-	s.mu.tenants[name] = t
-	return t, nil
-}
-
-// GetTenant returns one tenant.
-func (s *Store) GetTenant(ctx context.Context, name string) (Tenant, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	t, ok := s.mu.tenants[name]
-	if !ok {
-		return Tenant{}, fmt.Errorf("%w: tenant %q", ErrNotFound, name)
-	}
-	return t, nil
-}
-
-// ListTenants returns all tenants in name order.
-func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]Tenant, 0, len(s.mu.tenants))
-	for _, t := range s.mu.tenants {
-		out = append(out, t)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// DeleteTenant removes a tenant that has no streams.
-func (s *Store) DeleteTenant(ctx context.Context, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.mu.tenants[name]; !ok {
-		return fmt.Errorf("%w: tenant %q", ErrNotFound, name)
-	}
-	for _, st := range s.mu.streams {
-		if st.rec.Tenant == name {
-			return fmt.Errorf("%w: tenant %q still has streams (delete them first)", ErrNotEmpty, name)
-		}
-	}
-	if err := s.cat.Delete(keyTenant + name); err != nil {
-		return err
-	}
-	delete(s.mu.tenants, name)
-	return nil
-}
-
 // CreateStream creates a stream; zero config fields take the defaults
-// (encoding lines, DefaultSegments).
+// (encoding lines, DefaultSegments). It writes the stream's catalog record
+// and nothing else: the segments' files are made by their first use, so
+// a refused or failed creation leaves nothing behind.
 func (s *Store) CreateStream(ctx context.Context, tenant, name string, cfg StreamConfig) (Stream, error) {
 	if err := names.Stream(name); err != nil {
 		return Stream{}, invalid(err)
@@ -378,54 +372,97 @@ func (s *Store) CreateStream(ctx context.Context, tenant, name string, cfg Strea
 			return Stream{}, fmt.Errorf("%w: group follows the stream-name rules: %v", ErrInvalid, err)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mu.closed {
-		return Stream{}, ErrClosed
-	}
-	if _, ok := s.mu.tenants[tenant]; !ok {
-		return Stream{}, fmt.Errorf("%w: tenant %q", ErrNotFound, tenant)
-	}
-	key := tenant + "/" + name
-	if _, ok := s.mu.streams[key]; ok {
-		return Stream{}, fmt.Errorf("%w: stream %q in tenant %q", ErrExists, name, tenant)
+	ts, err := s.reserve(tenant, name)
+	if err != nil {
+		return Stream{}, err
 	}
 	now := time.Now().UTC()
 	r := streamRecord{
 		Stream:      Stream{Tenant: tenant, Name: name, Config: cfg, Created: now, Segments: segmentRanges(cfg.Segments)},
 		Incarnation: now.UnixNano(),
 	}
-	// Logs first, then the catalog entry: a crash in between leaves an
-	// orphaned directory, which the next start removes.
-	st, err := s.openStream(r)
-	if err != nil {
-		return Stream{}, err
-	}
+	compact(&r, ts)
 	v, _ := json.Marshal(r)
-	if err := s.cat.Set(keyStream+key, v); err != nil {
-		for _, l := range st.logs {
-			l.Close()
-		}
-		return Stream{}, err
+	// The record is written outside mu: a catalog sync would otherwise
+	// stall every lookup of every stream, and concurrent creations share
+	// pebble's group commit.
+	err = s.setRecord(keyStream+tenant+"/"+name, v)
+	s.mu.Lock()
+	delete(ts.creating, name)
+	var st *stream
+	if err == nil {
+		st = newStream(r)
+		ts.streams[name] = st
+	} else {
+		s.mu.streams--
 	}
-	s.mu.streams[key] = st
+	s.mu.Unlock()
+	s.writes.Done()
+	if err != nil {
+		return Stream{}, catalogErr("create stream", err)
+	}
 	// Tiering records a new stream (the read-only view lists it) when it
 	// next takes the set; it learns of streams no other way.
 	for _, seg := range st.rec.Segments {
 		s.activity.Mark(SegmentRef{Tenant: tenant, Stream: name, Segment: seg.ID, Incarnation: st.rec.Created.UnixNano()})
 	}
-	return s.describe(st), nil
+	return s.describeKnown(st), nil
 }
 
-// describe adds the live segment state to a stream's record.
-func (s *Store) describe(st *stream) Stream {
+// reserve checks that a stream may be created and holds its name and a
+// place under the limits while its record is written; the caller ends
+// with s.writes.Done.
+func (s *Store) reserve(tenant, name string) (*tenantState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil, ErrClosed
+	}
+	ts, ok := s.mu.tenants[tenant]
+	if !ok {
+		return nil, fmt.Errorf("%w: tenant %q", ErrNotFound, tenant)
+	}
+	_, exists := ts.streams[name]
+	_, creating := ts.creating[name]
+	if exists || creating {
+		return nil, fmt.Errorf("%w: stream %q in tenant %q", ErrExists, name, tenant)
+	}
+	lim := s.cfg.Limits
+	if lim.MaxStreams > 0 && s.mu.streams >= lim.MaxStreams {
+		return nil, fmt.Errorf("%w: this node holds %d streams, the most it allows (core.limits.max_streams); delete streams or raise the limit", ErrLimit, s.mu.streams)
+	}
+	if n := len(ts.streams) + len(ts.creating); lim.MaxStreamsPerTenant > 0 && n >= lim.MaxStreamsPerTenant {
+		return nil, fmt.Errorf("%w: tenant %q holds %d streams, the most a tenant may have (core.limits.max_streams_per_tenant); delete streams or raise the limit", ErrLimit, tenant, n)
+	}
+	if ts.creating == nil {
+		ts.creating = map[string]struct{}{}
+	}
+	ts.creating[name] = struct{}{}
+	s.mu.streams++
+	s.writes.Add(1)
+	return ts, nil
+}
+
+// describe adds the segments' state to a stream's record. A segment whose
+// bounds are not known (it has tier-1 files and has not been used since
+// start) is opened to learn them.
+func (s *Store) describe(st *stream) (Stream, error) {
 	out := st.rec.Stream
 	out.Segments = make([]SegmentInfo, len(st.rec.Segments))
 	for i, seg := range st.rec.Segments {
-		state := st.logs[i].State()
+		state, err := s.learn(st, i)
+		if err != nil {
+			return Stream{}, err
+		}
 		seg.FirstOffset, seg.NextOffset, seg.Bytes = state.First, state.Next, state.Bytes
 		out.Segments[i] = seg
 	}
+	return out, nil
+}
+
+// describeKnown describes a stream none of whose bounds need learning.
+func (s *Store) describeKnown(st *stream) Stream {
+	out, _ := s.describe(st)
 	return out
 }
 
@@ -435,39 +472,42 @@ func (s *Store) stream(tenant, name string) (*stream, error) {
 	if s.mu.closed {
 		return nil, ErrClosed
 	}
-	st, ok := s.mu.streams[tenant+"/"+name]
+	ts, ok := s.mu.tenants[tenant]
 	if !ok {
-		if _, ok := s.mu.tenants[tenant]; !ok {
-			return nil, fmt.Errorf("%w: tenant %q", ErrNotFound, tenant)
-		}
+		return nil, fmt.Errorf("%w: tenant %q", ErrNotFound, tenant)
+	}
+	st, ok := ts.streams[name]
+	if !ok {
 		return nil, fmt.Errorf("%w: stream %q in tenant %q", ErrNotFound, name, tenant)
 	}
 	return st, nil
 }
 
-// GetStream describes a stream including its segments' current state.
+// GetStream describes a stream including its segments' state. The offsets
+// are exact: live for a segment in use, and for an idle one as they were
+// when its log was closed, which nothing changes while it is closed.
 func (s *Store) GetStream(ctx context.Context, tenant, name string) (Stream, error) {
 	st, err := s.stream(tenant, name)
 	if err != nil {
 		return Stream{}, err
 	}
-	return s.describe(st), nil
+	return s.describe(st)
 }
 
-// ListStreams returns a tenant's streams in name order, without segments.
+// ListStreams returns a tenant's streams in name order, without segments;
+// it opens no segment log.
 func (s *Store) ListStreams(ctx context.Context, tenant string) ([]Stream, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if _, ok := s.mu.tenants[tenant]; !ok {
+	ts, ok := s.mu.tenants[tenant]
+	if !ok {
 		return nil, fmt.Errorf("%w: tenant %q", ErrNotFound, tenant)
 	}
-	var out []Stream
-	for _, st := range s.mu.streams {
-		if st.rec.Tenant == tenant {
-			r := st.rec.Stream
-			r.Segments = nil
-			out = append(out, r)
-		}
+	out := make([]Stream, 0, len(ts.streams))
+	for _, st := range ts.streams {
+		r := st.rec.Stream
+		r.Segments = nil
+		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -477,52 +517,42 @@ func (s *Store) ListStreams(ctx context.Context, tenant string) ([]Stream, error
 // goes first, so a crash part-way leaves only an orphaned directory.
 func (s *Store) DeleteStream(ctx context.Context, tenant, name string) error {
 	s.mu.Lock()
-	key := tenant + "/" + name
-	st, ok := s.mu.streams[key]
+	ts, ok := s.mu.tenants[tenant]
+	var st *stream
+	if ok {
+		st, ok = ts.streams[name]
+	}
 	if !ok {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: stream %q in tenant %q", ErrNotFound, name, tenant)
 	}
-	if err := s.cat.Delete(keyStream + key); err != nil {
+	if err := s.cat.Delete(keyStream + tenant + "/" + name); err != nil {
 		s.mu.Unlock()
-		return err
+		return catalogErr("delete stream", err)
 	}
-	delete(s.mu.streams, key)
+	delete(ts.streams, name)
+	s.mu.streams--
 	s.mu.Unlock()
 	// Tiering learns of the deletion from the set it works from, so that
 	// it never has to walk every stream to find the ones that are gone.
 	for _, seg := range st.rec.Segments {
 		s.activity.Mark(SegmentRef{Tenant: tenant, Stream: name, Segment: seg.ID, Incarnation: st.rec.Created.UnixNano()})
 	}
-	for _, l := range st.logs {
-		l.Close()
+	// Each slot's lock waits for an open in progress; after it no use
+	// opens the log again, so the files removed below stay removed.
+	st.deleted.Store(true)
+	for i := range st.segs {
+		sl := &st.segs[i]
+		sl.mu.Lock()
+		sl.dead = true
+		s.closeSlotLocked(st, sl)
+		sl.mu.Unlock()
 	}
-	if err := s.fs.RemoveAll(s.streamDir(st.rec)); err != nil {
-		s.log.Warn("could not remove deleted stream's logs; retried at next start", zap.String("stream", key), zap.Error(err))
+	s.wakeWaiters()
+	if err := s.dirOp(removeDescriptors, func() error { return s.fs.RemoveAll(s.streamDir(st.rec)) }); err != nil {
+		s.log.Warn("could not remove deleted stream's logs; retried at next start", zap.String("stream", tenant+"/"+name), zap.Error(err))
 	}
 	return nil
-}
-
-// segmentLog resolves a segment of a stream to its log.
-func (s *Store) segmentLog(tenant, stream, segmentID string) (*segment.Log, error) {
-	st, err := s.stream(tenant, stream)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := st.segmentIndex(segmentID)
-	if err != nil {
-		return nil, err
-	}
-	return st.logs[idx], nil
-}
-
-// segmentIndex resolves an explicit segment id.
-func (st *stream) segmentIndex(id string) (int, error) {
-	i, err := strconv.Atoi(id)
-	if err != nil || i < 0 || i >= len(st.logs) || strconv.Itoa(i) != id {
-		return 0, fmt.Errorf("%w: segment %q in stream %s/%s (segments are 0 to %d)", ErrNotFound, id, st.rec.Tenant, st.rec.Name, len(st.logs)-1)
-	}
-	return i, nil
 }
 
 // Append durably appends a batch and returns once it is fsynced.
@@ -557,16 +587,27 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 			return AppendResult{}, err
 		}
 	case req.RoutingKey != "":
-		idx = segmentIndexFor(len(st.logs), KeyHash(req.RoutingKey))
+		idx = segmentIndexFor(len(st.segs), KeyHash(req.RoutingKey))
 	default:
-		idx = int(st.rr.Add(1) % uint64(len(st.logs)))
+		idx = int(st.rr.Add(1) % uint64(len(st.segs)))
 	}
+	// The segment is held before the writer table is consulted, so that
+	// the stream cannot go idle and drop the table in between.
+	log, err := s.acquire(st, idx)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	defer s.release(st, idx)
 	if req.WriterID != "" && req.Owner != "" {
-		if err := st.writers.claim(req.Tenant, req.Stream, req.WriterID, req.Owner, time.Now()); err != nil {
+		owners, err := s.ownersFor(st)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if err := owners.claim(req.Tenant, req.Stream, req.WriterID, req.Owner, time.Now()); err != nil {
 			return AppendResult{}, err
 		}
 	}
-	res, err := st.logs[idx].Append(ctx, segment.Batch{Events: req.Events, WriterID: req.WriterID, Seq: req.Seq, Owner: req.Owner})
+	res, err := log.Append(ctx, segment.Batch{Events: req.Events, WriterID: req.WriterID, Seq: req.Seq, Owner: req.Owner})
 	if errors.Is(err, segment.ErrWriterOwned) {
 		return AppendResult{}, writerOwnedErr(req)
 	}
@@ -593,10 +634,6 @@ func mapSegmentErr(err error) error {
 
 // Read returns events of one segment from req.From.
 func (s *Store) Read(ctx context.Context, req ReadRequest) (ReadResult, error) {
-	log, err := s.segmentLog(req.Tenant, req.Stream, req.Segment)
-	if err != nil {
-		return ReadResult{}, err
-	}
 	maxEvents, maxBytes := req.MaxEvents, req.MaxBytes
 	if maxEvents <= 0 {
 		maxEvents = 1000
@@ -604,28 +641,61 @@ func (s *Store) Read(ctx context.Context, req ReadRequest) (ReadResult, error) {
 	if maxBytes <= 0 || maxBytes > s.cfg.MaxReadBytes {
 		maxBytes = s.cfg.MaxReadBytes
 	}
-	evs, next, err := log.Read(req.From, maxEvents, maxBytes)
-	if err != nil {
-		return ReadResult{}, mapSegmentErr(err)
-	}
-	out := ReadResult{Events: make([]Event, len(evs)), Next: next}
-	for i, e := range evs {
-		out.Events[i] = Event{Offset: e.Offset, Time: time.Unix(0, e.Time).UTC(), Data: e.Data}
-	}
-	return out, nil
+	var out ReadResult
+	err := s.withSegment(req.Tenant, req.Stream, req.Segment, func(log *segment.Log) error {
+		evs, next, err := log.Read(req.From, maxEvents, maxBytes)
+		if err != nil {
+			return mapSegmentErr(err)
+		}
+		out = ReadResult{Events: make([]Event, len(evs)), Next: next}
+		for i, e := range evs {
+			out.Events[i] = Event{Offset: e.Offset, Time: time.Unix(0, e.Time).UTC(), Data: e.Data}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Wait blocks until the segment's NextOffset is above after, ctx ends, or
 // the timeout passes; it reports whether new events are there.
 func (s *Store) Wait(ctx context.Context, tenant, stream, segmentID string, after uint64, timeout time.Duration) (bool, error) {
-	log, err := s.segmentLog(tenant, stream, segmentID)
-	if err != nil {
-		return false, err
-	}
-	ok, err := log.Wait(ctx, after, timeout)
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return false, mapSegmentErr(err)
-	}
+	var ok bool
+	err := s.withSegment(tenant, stream, segmentID, func(log *segment.Log) error {
+		// The log stays open while it is waited on; a deletion or Close
+		// ends the wait instead.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		gone := s.goneCh()
+		st, err := s.stream(tenant, stream)
+		if err != nil {
+			return err
+		}
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-gone:
+					if s.isClosed() || st.deleted.Load() {
+						cancel()
+						return
+					}
+					gone = s.goneCh()
+				}
+			}
+		}()
+		ok, err = log.Wait(ctx, after, timeout)
+		if ctx.Err() != nil && s.isClosed() {
+			return ErrClosed
+		}
+		if ctx.Err() != nil && st.deleted.Load() {
+			return fmt.Errorf("%w: stream %q in tenant %q was deleted", ErrNotFound, stream, tenant)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return mapSegmentErr(err)
+		}
+		return err
+	})
 	return ok, err
 }
 
@@ -633,10 +703,24 @@ func (s *Store) Wait(ctx context.Context, tenant, stream, segmentID string, afte
 // above the offset the caller will read next (next maps segment id to that
 // offset; a missing id counts as 0), ctx ends, or the timeout passes. It
 // is how a multi-segment follower sleeps without a goroutine per segment.
+// The stream's logs stay open while it waits.
 func (s *Store) WaitStream(ctx context.Context, tenant, stream string, next map[string]uint64, timeout time.Duration) (bool, error) {
 	st, err := s.stream(tenant, stream)
 	if err != nil {
 		return false, err
+	}
+	logs := make([]*segment.Log, 0, len(st.segs))
+	defer func() {
+		for i := range logs {
+			s.release(st, i)
+		}
+	}()
+	for i := range st.segs {
+		l, err := s.acquire(st, i)
+		if err != nil {
+			return false, err
+		}
+		logs = append(logs, l)
 	}
 	var timer <-chan time.Time
 	if timeout > 0 {
@@ -644,11 +728,20 @@ func (s *Store) WaitStream(ctx context.Context, tenant, stream string, next map[
 		defer t.Stop()
 		timer = t.C
 	}
-	cases := make([]reflect.SelectCase, len(st.logs)+2)
+	cases := make([]reflect.SelectCase, len(logs)+3)
 	cases[0] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
 	cases[1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)}
 	for {
-		for i, l := range st.logs {
+		// Logs stay open while they are waited on: a deletion or Close
+		// wakes the wait through gone instead.
+		cases[len(logs)+2] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.goneCh())}
+		if s.isClosed() {
+			return false, ErrClosed
+		}
+		if st.deleted.Load() {
+			return false, fmt.Errorf("%w: stream %q in tenant %q was deleted", ErrNotFound, stream, tenant)
+		}
+		for i, l := range logs {
 			// Take the channel before the state so that a commit between
 			// the two still wakes us.
 			ch := l.Changed()
@@ -662,9 +755,6 @@ func (s *Store) WaitStream(ctx context.Context, tenant, stream string, next map[
 			return false, ctx.Err()
 		case 1:
 			return false, nil
-		}
-		if s.isClosed() {
-			return false, ErrClosed
 		}
 	}
 }

@@ -2,31 +2,52 @@ package core
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/silt-io/silt/core/segment"
 )
 
 // Hooks for the tiering package: it enumerates streams, waits for commits
 // and truncates tier 1 once a range is durable in tier 2 and recorded in
 // the catalog. They live apart from store.go because only tiering uses them.
 
-// Streams returns every stream of every tenant, with live segment state,
-// ordered by tenant and name. Created identifies the stream's incarnation:
-// a stream deleted and re-created under the same name gets a new one.
+// Streams returns every stream of every tenant, with live segment state
+// (see SegmentInfo), ordered by tenant and name. Created identifies the
+// stream's incarnation: a stream deleted and re-created under the same
+// name gets a new one.
+//
+// It opens no log whose bounds are known, which after start-up is every
+// one but those marked by reference and not yet learned by the background
+// warm-up (markUntiered); such a segment is opened here once, then closed.
+// A stream deleted meanwhile is left out.
 func (s *Store) Streams() []Stream {
 	s.mu.RLock()
-	sts := make([]*stream, 0, len(s.mu.streams))
-	for _, st := range s.mu.streams {
-		sts = append(sts, st)
+	sts := make([]*stream, 0, s.mu.streams)
+	for _, ts := range s.mu.tenants {
+		for _, st := range ts.streams {
+			sts = append(sts, st)
+		}
 	}
 	closed := s.mu.closed
 	s.mu.RUnlock()
 	if closed {
 		return nil
 	}
-	out := make([]Stream, len(sts))
-	for i, st := range sts {
-		out[i] = s.describe(st)
+	out := make([]Stream, 0, len(sts))
+	for _, st := range sts {
+		d, err := s.describe(st)
+		if err != nil {
+			if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrClosed) {
+				s.log.Warn("cannot learn a segment's bounds; the stream is left out of this listing",
+					zap.String("stream", st.rec.Tenant+"/"+st.rec.Name), zap.Error(err))
+			}
+			continue
+		}
+		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Tenant != out[j].Tenant {
@@ -42,24 +63,29 @@ func (s *Store) Streams() []Stream {
 // events durable elsewhere first; reads below the new first offset then
 // fail with ErrOutOfRange.
 func (s *Store) TruncateBefore(tenant, stream, segmentID string, offset uint64) error {
-	log, err := s.segmentLog(tenant, stream, segmentID)
-	if err != nil {
-		return err
-	}
-	if _, err := log.TruncateBefore(offset); err != nil {
-		return mapSegmentErr(err)
-	}
 	st, err := s.stream(tenant, stream)
 	if err != nil {
 		return err
 	}
-	ref := SegmentRef{Tenant: tenant, Stream: stream, Segment: segmentID, Incarnation: st.rec.Created.UnixNano()}
-	return s.wal.tiered(ref, log, offset)
+	i, err := st.segmentIndex(segmentID)
+	if err != nil {
+		return err
+	}
+	log, err := s.acquire(st, i)
+	if err != nil {
+		return err
+	}
+	defer s.release(st, i)
+	if _, err := log.TruncateBefore(offset); err != nil {
+		return mapSegmentErr(err)
+	}
+	return s.wal.tiered(st.ref(i), log, offset)
 }
 
 // Activity returns the set of segments that may hold events not yet in
-// tier 2: marked at open for every segment with tier-1 data, and after each
-// commit. Tiering takes it instead of walking every stream.
+// tier 2: marked after each commit, and at start by reference, without
+// opening them, for every segment with tier-1 files (markUntiered); its
+// consumer checks each. Tiering takes it instead of walking every stream.
 func (s *Store) Activity() *Activity { return s.activity }
 
 // ScanFunc receives one stored batch of events from Scan: first is the
@@ -73,12 +99,14 @@ type ScanFunc func(first uint64, at time.Time, events [][]byte) error
 // copies, makes twice as expensive. An error from fn ends the scan and is
 // returned as it is.
 func (s *Store) Scan(ctx context.Context, tenant, stream, segmentID string, from, to uint64, fn ScanFunc) error {
-	log, err := s.segmentLog(tenant, stream, segmentID)
-	if err != nil {
-		return err
-	}
+	return s.withSegment(tenant, stream, segmentID, func(log *segment.Log) error {
+		return scan(ctx, log, from, to, fn)
+	})
+}
+
+func scan(ctx context.Context, log *segment.Log, from, to uint64, fn ScanFunc) error {
 	var fnErr error
-	err = log.Scan(from, to, func(first uint64, ns int64, events [][]byte) error {
+	err := log.Scan(from, to, func(first uint64, ns int64, events [][]byte) error {
 		if err := ctx.Err(); err != nil {
 			fnErr = err
 			return err
@@ -99,15 +127,18 @@ func (s *Store) Scan(ctx context.Context, tenant, stream, segmentID string, from
 }
 
 // Changed returns a channel that is closed at the segment's next commit
-// (or when the store closes), so a waiter over many segments can select on
-// several of them without a goroutine each. Take the channel before reading
-// the state it guards, so that a commit in between still wakes the waiter.
+// (or when the store closes, or the segment's log is closed for being
+// idle: a waiter then looks again), so a waiter over many segments can
+// select on several of them without a goroutine each. Take the channel
+// before reading the state it guards, so that a commit in between still
+// wakes the waiter.
 func (s *Store) Changed(tenant, stream, segmentID string) (<-chan struct{}, error) {
-	log, err := s.segmentLog(tenant, stream, segmentID)
-	if err != nil {
-		return nil, err
-	}
-	return log.Changed(), nil
+	var ch <-chan struct{}
+	err := s.withSegment(tenant, stream, segmentID, func(log *segment.Log) error {
+		ch = log.Changed()
+		return nil
+	})
+	return ch, err
 }
 
 // Incarnation is a stable identity for one life of a stream, derived from

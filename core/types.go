@@ -19,6 +19,10 @@ var (
 	ErrSeqConflict = errors.New("core: sequence already used")
 	ErrNotEmpty    = errors.New("core: not empty")
 	ErrWriterOwned = errors.New("core: writer id in use by another principal")
+	// ErrLimit refuses a request that a configured limit forbids; the
+	// message names the limit. Retrying does not help until streams are
+	// deleted or the limit is raised.
+	ErrLimit = errors.New("core: limit reached")
 )
 
 // Encoding is how a stream's events become bytes in tier 2 and on reads.
@@ -92,6 +96,10 @@ type SegmentInfo struct {
 	NextOffset uint64 `json:"next_offset"`
 	// Bytes is the size of the segment's tier-1 log files.
 	Bytes int64 `json:"bytes"`
+	// The offsets and Bytes are live state: current for a segment in use,
+	// and for an idle one (its log closed) as they were when it was last
+	// used, which nothing changes while it is closed. They are not kept
+	// in the catalog.
 }
 
 // AppendRequest appends a batch of events to one segment of a stream.
@@ -161,6 +169,10 @@ type Limits struct {
 	// events is refused as such rather than by the in-flight byte budget.
 	MaxBatchEvents int `koanf:"max_batch_events" help:"most events one append batch may hold"`
 	MaxSegments    int `koanf:"max_segments" help:"most segments a stream may have"`
+	// MaxStreams bounds the node's stream table: each stream costs memory
+	// (about a kilobyte when idle) and a catalog record whether used or not.
+	MaxStreams          int `koanf:"max_streams" help:"most streams this node holds, over all tenants (0: no limit)"`
+	MaxStreamsPerTenant int `koanf:"max_streams_per_tenant" help:"most streams one tenant may have (0: only max_streams bounds it)"`
 }
 
 func (l Limits) validate() error {
@@ -172,6 +184,9 @@ func (l Limits) validate() error {
 	}
 	if l.MaxSegments <= 0 {
 		return fmt.Errorf("core: limits: max_segments must be positive")
+	}
+	if l.MaxStreams < 0 || l.MaxStreamsPerTenant < 0 {
+		return fmt.Errorf("core: limits: max_streams and max_streams_per_tenant must not be negative (0: no limit)")
 	}
 	return nil
 }

@@ -385,7 +385,7 @@ const syncManyFiles = 8
 
 func (w *walState) syncFiles(paths []string) error {
 	if fs, ok := w.fs.(vfs.FSSyncer); ok && len(paths) >= syncManyFiles {
-		return fs.SyncFS(w.logsDir)
+		return w.files.DirOp(1, func() error { return fs.SyncFS(w.logsDir) })
 	}
 	for _, p := range paths {
 		if err := w.files.Sync(p); err != nil {

@@ -249,7 +249,7 @@ func TestCheckpointRecordsUntiered(t *testing.T) {
 	}
 	// Stop without the closing checkpoint: as after kill -9.
 	s.wal.stopWithoutCheckpoint()
-	s.closeLogs()
+	s.closeAllLogs()
 	s.cat.Close()
 	s = mustOpenFS(t, cfg, vfs.OS{})
 	defer func() { s.Close() }()
@@ -279,7 +279,7 @@ func TestCheckpointRecordsUntiered(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.wal.stopWithoutCheckpoint()
-	s.closeLogs()
+	s.closeAllLogs()
 	s.cat.Close()
 	s = mustOpenFS(t, cfg, vfs.OS{})
 	if got := untieredNames(s); got != "" {

@@ -16,15 +16,27 @@ import (
 // the budget allows. An idle segment therefore costs no descriptor once
 // others need the room. Each file is opened once, read-write, for reads
 // and writes alike.
+//
+// Directory operations (listing, creating, syncing or removing a segment's
+// directory, its writer checkpoint) take descriptors too. They get a fixed
+// share of the budget of their own, dirMax, for which they wait: such an
+// operation holds nothing else while it runs, so a wait for it always
+// ends, even when its caller holds a file handle. Handles get the rest, so
+// that handles and directory operations together never exceed the budget.
 type FileCache struct {
 	fs  vfs.FS
 	max int
+	// files is the handles' share of max; dirMax the directory
+	// operations'.
+	files, dirMax int
 
-	mu     sync.Mutex
-	freed  *sync.Cond // a handle was released or closed
-	open   map[string]*handle
-	idle   list.List // of *handle with no references, least recent first
-	opened int       // descriptors held, referenced or not
+	mu       sync.Mutex
+	freed    *sync.Cond // a handle was released or closed
+	dirFreed *sync.Cond // a directory operation ended
+	open     map[string]*handle
+	idle     list.List // of *handle with no references, least recent first
+	opened   int       // descriptors held by handles, referenced or not
+	dirs     int       // descriptors held by directory operations
 }
 
 type handle struct {
@@ -35,22 +47,31 @@ type handle struct {
 	gone bool          // the file was removed: close once unreferenced
 }
 
+// dirShare is the directory operations' share of a budget: enough for a
+// removal of a stream's directory tree (which holds three descriptors at
+// its deepest) and for some concurrency, without starving the handles.
+func dirShare(budget int) int { return min(max(budget/8, 3), 64) }
+
 // NewFileCache returns a cache that keeps at most budget descriptors open
 // (at least 4).
 func NewFileCache(fs vfs.FS, budget int) *FileCache {
 	c := &FileCache{fs: fs, max: max(budget, 4), open: map[string]*handle{}}
+	c.dirMax = dirShare(c.max)
+	c.files = c.max - c.dirMax
 	c.freed = sync.NewCond(&c.mu)
+	c.dirFreed = sync.NewCond(&c.mu)
 	return c
 }
 
 // Max is the descriptor budget.
 func (c *FileCache) Max() int { return c.max }
 
-// Open returns the number of descriptors held.
+// Open returns the number of descriptors held, by handles and by
+// directory operations in progress.
 func (c *FileCache) Open() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.opened
+	return c.opened + c.dirs
 }
 
 // acquire returns an open handle of path, opening it (or, with create,
@@ -72,7 +93,7 @@ func (c *FileCache) acquire(path string, create bool) (*handle, error) {
 			h.refs++
 			return h, nil
 		}
-		if c.opened < c.max {
+		if c.opened < c.files {
 			break
 		}
 		if e := c.idle.Front(); e != nil {
@@ -100,6 +121,27 @@ func (c *FileCache) acquire(path string, create bool) (*handle, error) {
 }
 
 var errExists = errors.New("file is open")
+
+// DirOp runs fn, a directory operation holding at most n descriptors at
+// once (a listing, a directory sync, a small file written or read whole,
+// a removal of a directory tree), with those descriptors counted against
+// the budget: it waits while the directory operations' share is in use.
+func (c *FileCache) DirOp(n int, fn func() error) error {
+	n = min(max(n, 1), c.dirMax)
+	c.mu.Lock()
+	for c.dirs+n > c.dirMax {
+		c.dirFreed.Wait()
+	}
+	c.dirs += n
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.dirs -= n
+		c.dirFreed.Broadcast()
+		c.mu.Unlock()
+	}()
+	return fn()
+}
 
 func (c *FileCache) closeLocked(h *handle) {
 	if h.elem != nil {

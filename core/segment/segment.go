@@ -242,7 +242,7 @@ func Open(opts Options) (*Log, error) {
 	}
 	l := &Log{opts: opts, log: opts.Log}
 	l.mu.notify = make(chan struct{})
-	if err := vfs.MkdirAllDurable(opts.FS, opts.Dir); err != nil {
+	if err := l.dirOp(func() error { return vfs.MkdirAllDurable(opts.FS, opts.Dir) }); err != nil {
 		return nil, fmt.Errorf("create segment dir %s: %w", opts.Dir, err)
 	}
 	l.mu.Lock()
@@ -261,7 +261,8 @@ func fileName(first uint64) string { return fmt.Sprintf("%020d%s", first, suffix
 // recoverLocked (re)builds the in-memory state from the files on disk.
 func (l *Log) recoverLocked() error {
 	l.closeFilesLocked()
-	names, err := l.opts.FS.List(l.opts.Dir)
+	var names []string
+	err := l.dirOp(func() (err error) { names, err = l.opts.FS.List(l.opts.Dir); return err })
 	if err != nil {
 		return fmt.Errorf("list segment %s: %w", l.opts.Dir, err)
 	}
@@ -278,7 +279,7 @@ func (l *Log) recoverLocked() error {
 	}
 	sort.Slice(firsts, func(i, j int) bool { return firsts[i] < firsts[j] })
 	l.mu.writers = map[string]*writerState{}
-	if err := l.loadWriters(); err != nil {
+	if err := l.dirOp(l.loadWriters); err != nil {
 		return err
 	}
 	next := uint64(0)
@@ -455,10 +456,16 @@ func (l *Log) createFile(first uint64) (*file, error) {
 		return nil, fmt.Errorf("create segment file %s: %w", path, err)
 	}
 	l.opts.Files.release(h)
-	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
+	if err := l.dirOp(func() error { return l.opts.FS.SyncDir(l.opts.Dir) }); err != nil {
 		return nil, fmt.Errorf("sync segment dir %s: %w", l.opts.Dir, err)
 	}
 	return &file{first: first, name: name, path: path, index: []indexEntry{{offset: first, pos: 0}}}, nil
+}
+
+// dirOp runs a directory operation that holds one descriptor at a time
+// with it counted against the shared file budget.
+func (l *Log) dirOp(fn func() error) error {
+	return l.opts.Files.DirOp(1, fn)
 }
 
 func (l *Log) closeFilesLocked() {

@@ -57,7 +57,7 @@ func (l *Log) TruncateBefore(offset uint64) (int, error) {
 	// whose only trace was in them would be stored twice.
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
-	if err := l.saveWriters(writers); err != nil {
+	if err := l.dirOp(func() error { return l.saveWriters(writers) }); err != nil {
 		return 0, err
 	}
 	return l.removeBelow(boundary)
@@ -70,7 +70,8 @@ func (l *Log) TruncateBefore(offset uint64) (int, error) {
 // two truncations overlap: each removes, in order, whatever lower file is
 // still there, and ENOENT from the other's removal is not an error.
 func (l *Log) removeBelow(boundary uint64) (int, error) {
-	names, err := l.opts.FS.List(l.opts.Dir)
+	var names []string
+	err := l.dirOp(func() (err error) { names, err = l.opts.FS.List(l.opts.Dir); return err })
 	if err != nil {
 		return 0, fmt.Errorf("list segment %s: %w", l.opts.Dir, err)
 	}
@@ -90,7 +91,7 @@ func (l *Log) removeBelow(boundary uint64) (int, error) {
 		if err != nil {
 			return removed, fmt.Errorf("remove tiered segment file %s: %w", name, err)
 		}
-		if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
+		if err := l.dirOp(func() error { return l.opts.FS.SyncDir(l.opts.Dir) }); err != nil {
 			return removed, fmt.Errorf("sync segment dir %s: %w", l.opts.Dir, err)
 		}
 		removed++

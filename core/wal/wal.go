@@ -199,7 +199,18 @@ func (l *Log) Lead() {
 	for {
 		l.mu.Lock()
 		ws := l.mu.queue
-		if len(ws) == 0 || l.mu.closed {
+		if len(ws) == 0 && !l.mu.closed {
+			// Leadership ends under the same lock that found the queue
+			// empty: a writer enqueued after an unlock here would be
+			// told a leader runs, and wait for a round nobody writes.
+			l.mu.leading = false
+			l.mu.idle.Broadcast()
+			l.mu.Unlock()
+			return
+		}
+		if l.mu.closed {
+			// Enqueue refuses writers once closed: none arrives while
+			// the queue is failed outside the lock.
 			l.mu.queue = nil
 			l.mu.Unlock()
 			if len(ws) > 0 {

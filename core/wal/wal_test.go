@@ -502,3 +502,47 @@ func TestRoundsAcknowledgedInOrder(t *testing.T) {
 		t.Fatalf("round 1's writer acknowledged %d-th", first.at)
 	}
 }
+
+// memBackend keeps nothing: it stands for a backend whose writes are
+// instant, so that rounds end as fast as writers arrive.
+type memBackend struct{ Backend }
+
+func (memBackend) Write(uint64, [][]byte, int64) error { return nil }
+func (memBackend) Close() error                        { return nil }
+
+// TestLeaderHandOff has writers arrive while leaders end, over and over:
+// every writer must be acknowledged. A writer enqueued just as the leader
+// found the queue empty was told a leader ran and waited for ever.
+func TestLeaderHandOff(t *testing.T) {
+	l := Open(Options{Backend: memBackend{}}, 0)
+	defer l.Close()
+	const goroutines, each = 16, 4000
+	var wg sync.WaitGroup
+	var failed sync.Once
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				w := newRecWriter([]byte("x"))
+				lead, err := l.Enqueue(w)
+				if err != nil {
+					failed.Do(func() { t.Errorf("enqueue: %v", err) })
+					return
+				}
+				if lead {
+					l.Lead()
+				}
+				<-w.done
+				if w.err != nil {
+					failed.Do(func() { t.Errorf("writer: %v", w.err) })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got, want := l.End(), uint64(goroutines*each*(FrameHeaderSize+1)); got != want {
+		t.Fatalf("log ends at %d; %d writers of one byte end at %d", got, goroutines*each, want)
+	}
+}

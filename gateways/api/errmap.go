@@ -57,6 +57,9 @@ var errTable = []struct {
 	{core.ErrSeqConflict, http.StatusConflict, "sequence_conflict"},
 	{core.ErrWriterOwned, http.StatusConflict, "writer_conflict"},
 	{core.ErrNotEmpty, http.StatusConflict, "not_empty"},
+	// A configured limit (core.limits.max_streams…): the message names
+	// it; retrying does not help until streams go or the limit is raised.
+	{core.ErrLimit, http.StatusConflict, "limit_reached"},
 	{core.ErrNotFound, http.StatusNotFound, "not_found"},
 	{acl.ErrNotFound, http.StatusNotFound, "not_found"},
 	{core.ErrExists, http.StatusConflict, "already_exists"},

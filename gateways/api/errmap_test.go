@@ -31,6 +31,7 @@ func TestMapError(t *testing.T) {
 		"acl invalid":     {acl.ErrInvalid, 400, "invalid_argument", ""},
 		"too large":       {core.ErrTooLarge, 413, "too_large", ""},
 		"not empty":       {core.ErrNotEmpty, 409, "not_empty", ""},
+		"limit":           {fmt.Errorf("%w: this node holds 2 streams, the most it allows (core.limits.max_streams)", core.ErrLimit), 409, "limit_reached", "limit reached: this node holds 2 streams, the most it allows (core.limits.max_streams)"},
 		"out of range":    {core.ErrOutOfRange, 416, "out_of_range", ""},
 		"seq conflict":    {core.ErrSeqConflict, 409, "sequence_conflict", ""},
 		"writer taken":    {core.ErrWriterOwned, 409, "writer_conflict", "writer id in use by another principal"},
