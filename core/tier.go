@@ -57,6 +57,21 @@ func (s *Store) TruncateBefore(tenant, stream, segmentID string, offset uint64) 
 	return s.wal.tiered(ref, log, offset)
 }
 
+// Roll starts a new active file for the segment when all events of the
+// current one are below offset (durable elsewhere, as for TruncateBefore),
+// so that a following TruncateBefore(offset) can remove it: tiering uses
+// it when tier 1 is short of space and a segment's only file, never full
+// enough to roll by itself, holds nothing but tiered events. It reports
+// whether it rolled.
+func (s *Store) Roll(tenant, stream, segmentID string, offset uint64) (bool, error) {
+	log, err := s.segmentLog(tenant, stream, segmentID)
+	if err != nil {
+		return false, err
+	}
+	rolled, err := log.Roll(offset)
+	return rolled, mapSegmentErr(err)
+}
+
 // Activity returns the set of segments that may hold events not yet in
 // tier 2: marked at open for every segment with tier-1 data, and after each
 // commit. Tiering takes it instead of walking every stream.
