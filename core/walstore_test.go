@@ -437,3 +437,47 @@ func (w *walState) stopWithoutCheckpoint() {
 	<-w.done
 	w.log.Close()
 }
+
+// TestCheckpointAtFrameBoundary: a checkpoint that outgrew
+// checkpoint_bytes syncs the files holding the older half of the log,
+// whose end falls anywhere inside a frame; the replay start it records
+// must still be a frame's, or the next start (after kill -9) reads from
+// the middle of a frame and refuses the log, or cuts it there.
+func TestCheckpointAtFrameBoundary(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := walTestConfig(dir)
+	// A frame or two per log file, so that the middle is in a file
+	// that is not the last.
+	cfg.WAL.FileBytes, cfg.SegmentFileBytes = 64<<10, 1<<20
+	s := mustOpenFS(t, cfg, vfs.OS{})
+	s.CreateTenant(ctx, "tnt", nil)
+	if _, err := s.CreateStream(ctx, "tnt", "a", StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := 0; i < 5; i++ {
+		ev := fmt.Sprintf("event-%d-%040000d", i, i)
+		if _, err := s.Append(ctx, AppendRequest{Tenant: "tnt", Stream: "a", Events: [][]byte{[]byte(ev)}}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, ev)
+	}
+	// As run does past checkpoint_bytes: half way, which is inside the
+	// second frame.
+	since := s.wal.mu.since
+	if err := s.wal.checkpoint(since + (s.wal.log.Applied()-since)/2); err != nil {
+		t.Fatal(err)
+	}
+	s.wal.stopWithoutCheckpoint()
+	s.closeLogs()
+	s.cat.Close()
+	s, err := OpenFS(cfg, nil, vfs.OS{})
+	if err != nil {
+		t.Fatalf("open after a checkpoint at the log's half and a crash: %v", err)
+	}
+	defer s.Close()
+	if got := readAll(t, s, "tnt", "a", "0"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("segment holds %q, want %q", got, want)
+	}
+}
