@@ -89,6 +89,8 @@ type Store struct {
 	// activity holds the segments that may have events not yet in tier 2.
 	activity *Activity
 	wal      *walState
+	// progress, if set, is told how far Open has got.
+	progress *Progress
 
 	mu struct {
 		sync.RWMutex
@@ -122,6 +124,10 @@ func Open(cfg Config, log *zap.Logger) (*Store, error) {
 // OpenFS is Open with a given filesystem for the logs (crash tests). The
 // catalog always lives on the real filesystem.
 func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
+	return openFS(cfg, log, fs, nil)
+}
+
+func openFS(cfg Config, log *zap.Logger, fs vfs.FS, p *Progress) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -131,23 +137,27 @@ func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
 	if err := vfs.MkdirAllDurable(vfs.OS{}, cfg.Dir); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.Dir, err)
 	}
+	p.set(PhaseCatalog)
 	cat, err := catalog.Open(filepath.Join(cfg.Dir, "catalog"))
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity()}
+	p.set(PhaseWAL)
+	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity(), progress: p}
 	s.mu.tenants = map[string]Tenant{}
 	s.mu.streams = map[string]*stream{}
 	if err := s.openWAL(); err != nil {
 		cat.Close()
 		return nil, err
 	}
+	p.set(PhaseStreams)
 	if err := s.load(); err != nil {
 		s.closeLogs()
 		s.wal.close()
 		cat.Close()
 		return nil, err
 	}
+	p.set(PhaseOpen)
 	return s, nil
 }
 

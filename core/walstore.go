@@ -134,6 +134,7 @@ func (s *Store) openWAL() error {
 	frames := map[string][]wal.SegmentFrame{}
 	var order []string
 	rec, err := be.Recover(cp.From, func(pos uint64, body []byte) error {
+		s.progress.frame()
 		f, err := wal.DecodeSegment(body)
 		if err != nil {
 			return fmt.Errorf("wal frame at %d: %w", pos, err)

@@ -481,3 +481,36 @@ func TestCheckpointAtFrameBoundary(t *testing.T) {
 		t.Fatalf("segment holds %q, want %q", got, want)
 	}
 }
+
+// TestOpenProgress: OpenWithProgress counts the write-ahead log frames it
+// replays and ends in PhaseOpen.
+func TestOpenProgress(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := walTestConfig(dir)
+	s := mustOpenFS(t, cfg, vfs.OS{})
+	s.CreateTenant(ctx, "tnt", nil)
+	if _, err := s.CreateStream(ctx, "tnt", "a", StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 7; i++ {
+		if _, err := s.Append(ctx, AppendRequest{Tenant: "tnt", Stream: "a", Events: [][]byte{[]byte("x")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.wal.stopWithoutCheckpoint()
+	s.closeLogs()
+	s.cat.Close()
+	var p Progress
+	if phase, _ := p.Phase(); phase != PhaseStarting {
+		t.Fatalf("phase %d before the open", phase)
+	}
+	s, err := OpenWithProgress(cfg, nil, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if phase, frames := p.Phase(); phase != PhaseOpen || frames != 7 {
+		t.Fatalf("after the open: phase %d, %d frames; want %d, the 7 appended", phase, frames, PhaseOpen)
+	}
+}
