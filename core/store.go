@@ -107,6 +107,8 @@ type Store struct {
 	// writes counts catalog writes made outside mu, which Close waits for
 	// before it closes the catalog.
 	writes sync.WaitGroup
+	// progress, if set, is told how far Open has got.
+	progress *Progress
 
 	mu struct {
 		sync.RWMutex
@@ -164,6 +166,10 @@ func Open(cfg Config, log *zap.Logger) (*Store, error) {
 // OpenFS is Open with a given filesystem for the logs (crash tests). The
 // catalog always lives on the real filesystem.
 func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
+	return openFS(cfg, log, fs, nil)
+}
+
+func openFS(cfg Config, log *zap.Logger, fs vfs.FS, p *Progress) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -173,11 +179,13 @@ func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
 	if err := vfs.MkdirAllDurable(vfs.OS{}, cfg.Dir); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.Dir, err)
 	}
+	p.set(PhaseCatalog)
 	cat, err := catalog.Open(filepath.Join(cfg.Dir, "catalog"))
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity(), setRecord: cat.Set}
+	p.set(PhaseWAL)
+	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity(), setRecord: cat.Set, progress: p}
 	s.mu.tenants = map[string]*tenantState{}
 	s.lazy.open = map[*segSlot]*stream{}
 	s.lazy.gone = make(chan struct{})
@@ -185,12 +193,14 @@ func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
 		cat.Close()
 		return nil, err
 	}
+	p.set(PhaseStreams)
 	if err := s.load(); err != nil {
 		s.wal.close()
 		cat.Close()
 		return nil, err
 	}
 	s.startLazy()
+	p.set(PhaseOpen)
 	return s, nil
 }
 

@@ -82,6 +82,22 @@ func (s *Store) TruncateBefore(tenant, stream, segmentID string, offset uint64) 
 	return s.wal.tiered(st.ref(i), log, offset)
 }
 
+// Roll starts a new active file for the segment when all events of the
+// current one are below offset (durable elsewhere, as for TruncateBefore),
+// so that a following TruncateBefore(offset) can remove it: tiering uses
+// it when tier 1 is short of space and a segment's only file, never full
+// enough to roll by itself, holds nothing but tiered events. It reports
+// whether it rolled.
+func (s *Store) Roll(tenant, stream, segmentID string, offset uint64) (bool, error) {
+	var rolled bool
+	err := s.withSegment(tenant, stream, segmentID, func(log *segment.Log) error {
+		var err error
+		rolled, err = log.Roll(offset)
+		return mapSegmentErr(err)
+	})
+	return rolled, err
+}
+
 // Activity returns the set of segments that may hold events not yet in
 // tier 2: marked after each commit, and at start by reference, without
 // opening them, for every segment with tier-1 files (markUntiered); its

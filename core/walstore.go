@@ -134,6 +134,7 @@ func (s *Store) openWAL() error {
 	frames := map[string][]wal.SegmentFrame{}
 	var order []string
 	rec, err := be.Recover(cp.From, func(pos uint64, body []byte) error {
+		s.progress.frame()
 		f, err := wal.DecodeSegment(body)
 		if err != nil {
 			return fmt.Errorf("wal frame at %d: %w", pos, err)
@@ -333,7 +334,8 @@ func (w *walState) run() {
 func (w *walState) checkpoint(target uint64) error {
 	w.ckMu.Lock()
 	defer w.ckMu.Unlock()
-	target = min(target, w.log.Applied())
+	applied := w.log.Applied()
+	target = min(target, applied)
 	w.mu.Lock()
 	var paths []string
 	var poss []uint64
@@ -353,8 +355,12 @@ func (w *walState) checkpoint(target uint64) error {
 		}
 		return err
 	}
+	// target may fall inside a frame (run halves the log by bytes); the
+	// replay must start at a frame. Every frame below applied not in a
+	// dirty file is synced, so the oldest dirty frame, or applied, is the
+	// start, at or above target.
 	w.mu.Lock()
-	from := target
+	from := applied
 	for _, pos := range w.mu.dirty {
 		from = min(from, pos)
 	}

@@ -437,3 +437,80 @@ func (w *walState) stopWithoutCheckpoint() {
 	<-w.done
 	w.log.Close()
 }
+
+// TestCheckpointAtFrameBoundary: a checkpoint that outgrew
+// checkpoint_bytes syncs the files holding the older half of the log,
+// whose end falls anywhere inside a frame; the replay start it records
+// must still be a frame's, or the next start (after kill -9) reads from
+// the middle of a frame and refuses the log, or cuts it there.
+func TestCheckpointAtFrameBoundary(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := walTestConfig(dir)
+	// A frame or two per log file, so that the middle is in a file
+	// that is not the last.
+	cfg.WAL.FileBytes, cfg.SegmentFileBytes = 64<<10, 1<<20
+	s := mustOpenFS(t, cfg, vfs.OS{})
+	s.CreateTenant(ctx, "tnt", nil)
+	if _, err := s.CreateStream(ctx, "tnt", "a", StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := 0; i < 5; i++ {
+		ev := fmt.Sprintf("event-%d-%040000d", i, i)
+		if _, err := s.Append(ctx, AppendRequest{Tenant: "tnt", Stream: "a", Events: [][]byte{[]byte(ev)}}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, ev)
+	}
+	// As run does past checkpoint_bytes: half way, which is inside the
+	// second frame.
+	since := s.wal.mu.since
+	if err := s.wal.checkpoint(since + (s.wal.log.Applied()-since)/2); err != nil {
+		t.Fatal(err)
+	}
+	s.wal.stopWithoutCheckpoint()
+	s.closeAllLogs()
+	s.cat.Close()
+	s, err := OpenFS(cfg, nil, vfs.OS{})
+	if err != nil {
+		t.Fatalf("open after a checkpoint at the log's half and a crash: %v", err)
+	}
+	defer s.Close()
+	if got := readAll(t, s, "tnt", "a", "0"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("segment holds %q, want %q", got, want)
+	}
+}
+
+// TestOpenProgress: OpenWithProgress counts the write-ahead log frames it
+// replays and ends in PhaseOpen.
+func TestOpenProgress(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := walTestConfig(dir)
+	s := mustOpenFS(t, cfg, vfs.OS{})
+	s.CreateTenant(ctx, "tnt", nil)
+	if _, err := s.CreateStream(ctx, "tnt", "a", StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 7; i++ {
+		if _, err := s.Append(ctx, AppendRequest{Tenant: "tnt", Stream: "a", Events: [][]byte{[]byte("x")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.wal.stopWithoutCheckpoint()
+	s.closeAllLogs()
+	s.cat.Close()
+	var p Progress
+	if phase, _ := p.Phase(); phase != PhaseStarting {
+		t.Fatalf("phase %d before the open", phase)
+	}
+	s, err := OpenWithProgress(cfg, nil, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if phase, frames := p.Phase(); phase != PhaseOpen || frames != 7 {
+		t.Fatalf("after the open: phase %d, %d frames; want %d, the 7 appended", phase, frames, PhaseOpen)
+	}
+}

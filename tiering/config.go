@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -214,18 +215,27 @@ func (c Config) Validate() error {
 // sealAge is the age of a chunk's oldest event at which it is sealed.
 func (c Config) sealAge() time.Duration { return c.MaxLag - 2*c.Interval }
 
+// legacyUploadDir is where older releases staged s3 uploads on tier 1's
+// disk, and left part files behind when they stopped.
+const legacyUploadDir = "s3-upload"
+
 // OpenBackend opens the configured backend; coreDir is the core data
-// directory, the default parent of the fs backend's directory and where
-// the s3 backend buffers uploads. It does no network I/O: an unreachable
-// S3 endpoint or namenode must not stop silt from starting, its errors
-// surface in the Tierer's retries and status instead.
+// directory, the default parent of the fs backend's directory. It does no
+// network I/O: an unreachable S3 endpoint or namenode must not stop silt
+// from starting, its errors surface in the Tierer's retries and status
+// instead.
 func OpenBackend(c Config, coreDir string) (Backend, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	// Uploads are no longer staged on tier 1; what older releases left
+	// there only takes the space tiering needs to drain a full disk.
+	if err := os.RemoveAll(filepath.Join(coreDir, legacyUploadDir)); err != nil {
+		return nil, fmt.Errorf("remove the s3 upload staging of an older release: %w", err)
+	}
 	switch c.Backend {
 	case "s3":
-		return OpenS3(c.S3, filepath.Join(coreDir, "s3-upload"))
+		return OpenS3(c.S3)
 	case "hdfs":
 		return OpenHDFS(c.HDFS)
 	}

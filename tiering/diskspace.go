@@ -3,10 +3,13 @@ package tiering
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/core"
 )
@@ -28,7 +31,10 @@ import (
 //
 // Uploads need no tier-1 space (the s3 backend buffers in memory, fs and
 // hdfs write straight to tier 2), so tiering drains a full tier 1 once
-// tier 2 is back, and appends resume by themselves.
+// tier 2 is back, and appends resume by themselves. Draining includes
+// each segment's active file: truncation never removes it, and on a disk
+// smaller than core.segment_file_bytes it may hold all there is, so while
+// space is short a fully tiered one is rolled and removed (freeActive).
 
 // Auto min_free_bytes bounds.
 const (
@@ -179,4 +185,50 @@ func checkStartSpace(cfg Config, coreDir string, statDisk func(string) (uint64, 
 func (t *Tierer) tight() bool {
 	p := t.diskPressure()
 	return p.refuse != nil || p.pace > 0
+}
+
+// freeActive rolls the segment's active file and removes it, if every
+// event in it is below tiered (the segment is fully tiered), and reports
+// whether the tier-1 files below tiered are gone. It is done only while
+// tier 1 is short of space: rolling otherwise would leave a new file per
+// commit of an idle segment. The segment leaves the unrolled set either
+// way: if it is not fully tiered, or busy, its next commit puts it back.
+func (t *Tierer) freeActive(ref core.SegmentRef, tiered uint64) bool {
+	t.mu.Lock()
+	delete(t.mu.unrolled, ref)
+	t.mu.Unlock()
+	log := t.log.With(zap.String("stream", ref.Tenant+"/"+ref.Stream), zap.String("segment", ref.Segment))
+	rolled, err := t.store.Roll(ref.Tenant, ref.Stream, ref.Segment, tiered)
+	if err != nil {
+		if !errors.Is(err, core.ErrNotFound) {
+			log.Warn("roll the fully tiered active file of a segment to free tier 1", zap.Error(err))
+		}
+		return false
+	}
+	if !rolled {
+		return false
+	}
+	if err := t.store.TruncateBefore(ref.Tenant, ref.Stream, ref.Segment, tiered); err != nil && !errors.Is(err, core.ErrNotFound) {
+		log.Warn("truncate tier 1 after rolling a fully tiered segment", zap.Error(err))
+		return false
+	}
+	t.m.rolls.Inc()
+	return true
+}
+
+// freeUnrolled frees the active files of the segments that tiered all
+// they held while space was plentiful, once it is short: they are no
+// longer in the pass's work set, and appends (refused now) will not bring
+// them back.
+func (t *Tierer) freeUnrolled() {
+	if !t.tight() {
+		return
+	}
+	t.mu.Lock()
+	refs := make(map[core.SegmentRef]uint64, len(t.mu.unrolled))
+	maps.Copy(refs, t.mu.unrolled)
+	t.mu.Unlock()
+	for ref, tiered := range refs {
+		t.freeActive(ref, tiered)
+	}
 }

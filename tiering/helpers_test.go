@@ -56,9 +56,18 @@ func testConfig() Config {
 
 func openStore(t *testing.T, dir string) *core.Store {
 	t.Helper()
+	return openStoreWith(t, dir, nil)
+}
+
+// openStoreWith is openStore with changes to the test's core config.
+func openStoreWith(t *testing.T, dir string, change func(*core.Config)) *core.Store {
+	t.Helper()
 	cfg := core.DefaultConfig()
 	cfg.Dir = dir
 	cfg.SegmentFileBytes = 4096
+	if change != nil {
+		change(&cfg)
+	}
 	s, err := core.Open(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +85,10 @@ type env struct {
 	tr    *Tierer
 	clock *clock
 	cfg   Config
+	// storeCfg and statDisk, if set, change the store's config and
+	// measure tier 1's filesystem.
+	storeCfg func(*core.Config)
+	statDisk func(dir string) (avail, total uint64, err error)
 }
 
 func newEnv(t *testing.T, cfg Config) *env {
@@ -93,8 +106,8 @@ func newEnv(t *testing.T, cfg Config) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	e.store = openStore(e.t, e.dir+"/core")
-	tr, err := New(e.cfg, e.store, e.be, Options{Now: e.clock.Now, manual: true})
+	e.store = openStoreWith(e.t, e.dir+"/core", e.storeCfg)
+	tr, err := New(e.cfg, e.store, e.be, Options{Now: e.clock.Now, manual: true, statDisk: e.statDisk})
 	if err != nil {
 		e.t.Fatal(err)
 	}

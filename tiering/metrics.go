@@ -19,6 +19,7 @@ type metrics struct {
 	segmentsVisited prometheus.Counter
 	refused         prometheus.Counter
 	slowed          prometheus.Counter
+	rolls           prometheus.Counter
 	uploadSeconds   prometheus.Histogram
 	visibility      prometheus.Histogram
 }
@@ -49,6 +50,9 @@ func newMetrics(reg prometheus.Registerer, t *Tierer) (*metrics, error) {
 		}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "silt_tier_backpressure_refused_total", Help: "Appends refused (503) because tier 1 is short of space or the backlog for tier 2 is over its bound.",
+		}),
+		rolls: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "silt_tier_active_file_rolls_total", Help: "Fully tiered active tier-1 files rolled and removed because tier 1 was short of space.",
 		}),
 		slowed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "silt_tier_backpressure_slowed_total", Help: "Appends slowed because tier 1 nears its space or backlog bound.",
@@ -85,7 +89,7 @@ func newMetrics(reg prometheus.Registerer, t *Tierer) (*metrics, error) {
 		})
 		return max
 	})
-	m.collectors = []prometheus.Collector{m.chunks, m.bytes, m.errors, m.retained, m.passes, m.streamsVisited, m.segmentsVisited, m.refused, m.slowed, m.uploadSeconds, m.visibility, backlog, lag}
+	m.collectors = []prometheus.Collector{m.chunks, m.bytes, m.errors, m.retained, m.passes, m.streamsVisited, m.segmentsVisited, m.refused, m.slowed, m.rolls, m.uploadSeconds, m.visibility, backlog, lag}
 	if reg == nil {
 		return m, nil
 	}

@@ -32,6 +32,7 @@ type tier1 interface {
 	GetStream(ctx context.Context, tenant, name string) (core.Stream, error)
 	Scan(ctx context.Context, tenant, stream, segmentID string, from, to uint64, fn core.ScanFunc) error
 	TruncateBefore(tenant, stream, segmentID string, offset uint64) error
+	Roll(tenant, stream, segmentID string, offset uint64) (bool, error)
 	Activity() *core.Activity
 	Dir() string
 }
@@ -140,6 +141,7 @@ func (t *Tierer) scan(ctx context.Context) (more bool) {
 			t.untrack(g.id)
 		}
 	}
+	t.freeUnrolled()
 	t.m.passes.Inc()
 	if ctx.Err() != nil {
 		return false

@@ -2,9 +2,13 @@ package tiering
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/silt-io/silt/internal/datadir/datadirtest"
 )
@@ -52,29 +56,55 @@ func TestFSBackendCreatesPrivate(t *testing.T) {
 	}
 }
 
-// The s3 backend buffers parts in <core.dir>/s3-upload: the tenants'
-// events again, so the directory and its part files are private too.
-func TestS3UploadBuffersPrivate(t *testing.T) {
-	datadirtest.Umask(t, 0)
-	root := filepath.Join(t.TempDir(), "data")
-	c := DefaultConfig().S3
-	// Never contacted: creating an upload and aborting it before its
-	// first part do no network I/O.
-	c.Endpoint, c.Bucket, c.PathStyle = "http://127.0.0.1:1", "b", true
-	c.AccessKeyID, c.SecretAccessKey = "test", "test"
-	b, err := OpenS3(c, filepath.Join(root, "s3-upload"))
+// The s3 backend stages nothing on tier 1's disk (tiering must drain a
+// full one): an upload in progress, multipart part included, leaves no
+// file under the data dir, and the staging directory of an older release
+// is removed at open.
+func TestS3UploadStagesNothingOnTier1(t *testing.T) {
+	m := startMoto(t)
+	if _, err := m.client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("staging")}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	old := filepath.Join(root, "s3-upload")
+	if err := os.MkdirAll(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "upload-123"), make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Backend, cfg.S3 = "s3", m.config("staging", "")
+	be, err := OpenBackend(cfg, root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := b.Create(context.Background(), "t/s/segment=0/a")
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an older release's staging directory survived the open: %v", err)
+	}
+	w, err := be.Create(context.Background(), "t/s/segment=0/a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Abort()
-	if _, err := w.Write([]byte("x")); err != nil {
+	// A part and a half: one part is sent, the rest is buffered.
+	if _, err := w.Write(randomBytes(minS3PartSize + minS3PartSize/2)); err != nil {
 		t.Fatal(err)
 	}
-	if files, dirs := datadirtest.AssertPrivate(t, root); files != 1 || dirs != 2 {
-		t.Fatalf("checked %d files and %d directories, want 1 and 2", files, dirs)
+	if u := m.uploads(t, "staging"); u != 1 {
+		t.Fatalf("%d multipart uploads in progress, want the one whose first part was sent", u)
+	}
+	var files []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if p != root {
+			files = append(files, p)
+		}
+		return err
+	})
+	if len(files) != 0 {
+		t.Fatalf("an upload in progress left files on tier 1: %v", files)
+	}
+	if err := w.Finish(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package tiering
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/base64"
@@ -11,7 +12,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -26,10 +26,15 @@ import (
 
 // S3Backend keeps tier 2 in an S3 bucket (AWS or an S3-compatible store).
 //
-// An upload is buffered in a local temp file, one part at a time: a chunk
-// up to part_size (chunks are bounded by max_chunk_bytes, so usually all
-// of them) becomes one PutObject at Finish; a larger one is streamed as a
-// multipart upload, a part whenever part_size bytes are buffered. Every
+// An upload is buffered in memory, one part at a time: a chunk up to
+// part_size (chunks are bounded by max_chunk_bytes, so usually all of
+// them) becomes one PutObject at Finish; a larger one is streamed as a
+// multipart upload, a part whenever part_size bytes are buffered. Nothing
+// is staged on tier 1's disk: tiering is what frees a full tier 1, so an
+// upload that needed space there could never drain it. The buffer grows
+// with the bytes written up to part_size and is dropped at Finish or
+// Abort, so uploads hold at most tiering.chunks_in_flight × part_size
+// (the Tierer's builds are bounded by chunks_in_flight). Every
 // PutObject and UploadPart carries Content-MD5, so S3 rejects bytes
 // corrupted in transit (BadDigest); for stores that ignore the header the
 // returned ETag is checked against the MD5 as well, unless the object is
@@ -44,23 +49,15 @@ type S3Backend struct {
 	bucket   string
 	prefix   string // "" or ends in "/"
 	partSize int64
-	tmpDir   string
 	// listPageSize is ListObjectsV2's MaxKeys; 0 is the server's (1000).
 	listPageSize int32
 }
 
 // OpenS3 returns an s3 backend. It does no network I/O, so an unreachable
-// endpoint is reported by the first operation, not here. tmpDir holds
-// upload buffers; leftovers of an earlier process are removed.
-func OpenS3(c S3Config, tmpDir string) (*S3Backend, error) {
+// endpoint is reported by the first operation, not here.
+func OpenS3(c S3Config) (*S3Backend, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
-	}
-	if err := os.RemoveAll(tmpDir); err != nil {
-		return nil, fmt.Errorf("clear s3 upload dir %s: %w", tmpDir, err)
-	}
-	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create s3 upload dir %s: %w", tmpDir, err)
 	}
 	// Bound connecting and waiting for response headers, not transfers:
 	// a blackholed endpoint must fail an attempt (and be retried with
@@ -92,15 +89,15 @@ func OpenS3(c S3Config, tmpDir string) (*S3Backend, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return newS3Backend(client, c, tmpDir), nil
+	return newS3Backend(client, c), nil
 }
 
-func newS3Backend(client *s3.Client, c S3Config, tmpDir string) *S3Backend {
+func newS3Backend(client *s3.Client, c S3Config) *S3Backend {
 	prefix := strings.Trim(c.Prefix, "/")
 	if prefix != "" {
 		prefix += "/"
 	}
-	return &S3Backend{client: client, bucket: c.Bucket, prefix: prefix, partSize: c.PartSize, tmpDir: tmpDir}
+	return &S3Backend{client: client, bucket: c.Bucket, prefix: prefix, partSize: c.PartSize}
 }
 
 // objectKey maps a key to the bucket's key, refusing keys the fs backend
@@ -142,20 +139,15 @@ func (b *S3Backend) Create(ctx context.Context, key string) (Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(b.tmpDir, "upload-*")
-	if err != nil {
-		return nil, fmt.Errorf("create tier-2 upload %s: %w", key, err)
-	}
-	return &s3Writer{b: b, ctx: ctx, key: k, f: f, sum: md5.New()}, nil
+	return &s3Writer{b: b, ctx: ctx, key: k, sum: md5.New()}, nil
 }
 
 type s3Writer struct {
 	b   *S3Backend
 	ctx context.Context
 	key string
-	f   *os.File  // the current part
-	n   int64     // bytes in f
-	sum hash.Hash // MD5 of f's bytes
+	buf []byte    // the current part, never more than partSize
+	sum hash.Hash // MD5 of buf's bytes
 	// Set once the upload went multipart.
 	uploadID string
 	parts    []types.CompletedPart
@@ -175,23 +167,34 @@ func (w *s3Writer) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		// A full part is sent only when more bytes follow, so that an
 		// object of exactly part_size is still a single PutObject.
-		if w.n == w.b.partSize {
+		if int64(len(w.buf)) == w.b.partSize {
 			if err := w.flushPart(); err != nil {
 				w.err = err
 				return written, err
 			}
 		}
-		m := min(int64(len(p)), w.b.partSize-w.n)
-		if _, err := w.f.Write(p[:m]); err != nil {
-			w.err = fmt.Errorf("buffer tier-2 upload %s: %w", w.key, err)
-			return written, w.err
-		}
+		m := int(min(int64(len(p)), w.b.partSize-int64(len(w.buf))))
+		w.grow(m)
+		w.buf = append(w.buf, p[:m]...)
 		w.sum.Write(p[:m])
-		w.n += m
-		written += int(m)
+		written += m
 		p = p[m:]
 	}
 	return written, nil
+}
+
+// grow makes room for n more bytes, doubling as append would but never
+// past partSize: a small chunk holds little, and no upload more than a
+// part.
+func (w *s3Writer) grow(n int) {
+	need := len(w.buf) + n
+	if need <= cap(w.buf) {
+		return
+	}
+	c := int(min(max(int64(2*cap(w.buf)), int64(need), 64<<10), w.b.partSize))
+	nb := make([]byte, len(w.buf), c)
+	copy(nb, w.buf)
+	w.buf = nb
 }
 
 // checkETag compares the ETag S3 returned with the one the bytes sent
@@ -221,7 +224,7 @@ func (w *s3Writer) flushPart() error {
 	sum := w.sum.Sum(nil)
 	out, err := w.b.client.UploadPart(w.ctx, &s3.UploadPartInput{
 		Bucket: &w.b.bucket, Key: &w.key, UploadId: &w.uploadID, PartNumber: aws.Int32(num),
-		Body: io.NewSectionReader(w.f, 0, w.n), ContentLength: aws.Int64(w.n),
+		Body: bytes.NewReader(w.buf), ContentLength: aws.Int64(int64(len(w.buf))),
 		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum)),
 	})
 	if err == nil {
@@ -232,13 +235,7 @@ func (w *s3Writer) flushPart() error {
 	}
 	w.partMD5s = append(w.partMD5s, sum...)
 	w.parts = append(w.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
-	if err := w.f.Truncate(0); err != nil {
-		return fmt.Errorf("buffer tier-2 upload %s: %w", w.key, err)
-	}
-	if _, err := w.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("buffer tier-2 upload %s: %w", w.key, err)
-	}
-	w.n = 0
+	w.buf = w.buf[:0]
 	w.sum.Reset()
 	return nil
 }
@@ -256,7 +253,7 @@ func (w *s3Writer) Finish() error {
 		return fmt.Errorf("finish tier-2 upload %s: %w", w.key, err)
 	}
 	w.done = true
-	w.removeTemp()
+	w.buf = nil
 	return nil
 }
 
@@ -265,7 +262,7 @@ func (w *s3Writer) finish() error {
 		sum := w.sum.Sum(nil)
 		out, err := w.b.client.PutObject(w.ctx, &s3.PutObjectInput{
 			Bucket: &w.b.bucket, Key: &w.key,
-			Body: io.NewSectionReader(w.f, 0, w.n), ContentLength: aws.Int64(w.n),
+			Body: bytes.NewReader(w.buf), ContentLength: aws.Int64(int64(len(w.buf))),
 			ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum)),
 		})
 		if err != nil {
@@ -287,11 +284,6 @@ func (w *s3Writer) finish() error {
 	return checkETag(out.ETag, fmt.Sprintf("%x-%d", sum, len(w.parts)), out.ServerSideEncryption)
 }
 
-func (w *s3Writer) removeTemp() {
-	w.f.Close()
-	os.Remove(w.f.Name())
-}
-
 // Abort implements Writer. An unfinished multipart upload is aborted even
 // when the upload's context is cancelled: its parts would be billed
 // until a lifecycle rule removes them.
@@ -300,7 +292,7 @@ func (w *s3Writer) Abort() error {
 		return nil
 	}
 	w.done = true
-	w.removeTemp()
+	w.buf = nil
 	if w.uploadID == "" {
 		return nil
 	}

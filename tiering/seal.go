@@ -260,8 +260,26 @@ const truncateEveryBytes = 512 << 20
 // catch-up threefold by its end. Batched, tier 1 holds at most that much
 // already-tiered data longer. A failed truncation is retried at the next
 // call (or the next start); it can only drop what tier 2 now holds.
+//
+// The active file is never removed by truncation; while tier 1 is short
+// of space, one that holds only tiered events is rolled first so that it
+// can go too (see freeActive).
 func (t *Tierer) truncateTier1(ss *streamState, seg *segState, caughtUp bool) {
-	if seg.rec.Tiered <= seg.truncated || (!caughtUp && seg.sinceTruncate < truncateEveryBytes && !t.tight()) {
+	if seg.rec.Tiered == 0 {
+		return
+	}
+	tight := t.tight()
+	ref := core.SegmentRef{Tenant: ss.tenant, Stream: ss.name, Segment: seg.id, Incarnation: ss.incarnation}
+	if tight && t.freeActive(ref, seg.rec.Tiered) {
+		seg.truncated, seg.sinceTruncate = seg.rec.Tiered, 0
+		return
+	}
+	if !tight {
+		t.mu.Lock()
+		t.mu.unrolled[ref] = seg.rec.Tiered
+		t.mu.Unlock()
+	}
+	if seg.rec.Tiered <= seg.truncated || (!caughtUp && seg.sinceTruncate < truncateEveryBytes && !tight) {
 		return
 	}
 	if err := t.store.TruncateBefore(ss.tenant, ss.name, seg.id, seg.rec.Tiered); err != nil && !errors.Is(err, core.ErrNotFound) {

@@ -114,6 +114,10 @@ type Tierer struct {
 		// failing are the segments whose last attempt failed: when any
 		// upload succeeds again, tier 2 is back and they retry at once.
 		failing map[*segState]struct{}
+		// unrolled are segments whose active file may hold tiered
+		// events, with their tiered offset: what freeActive can give
+		// back once tier 1 runs short of space.
+		unrolled map[core.SegmentRef]uint64
 	}
 }
 
@@ -181,6 +185,7 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	t.work = map[core.SegmentRef]struct{}{}
 	t.due = map[streamID]time.Time{}
 	t.mu.failing = map[*segState]struct{}{}
+	t.mu.unrolled = map[core.SegmentRef]uint64{}
 	t.slots = make(chan struct{}, cfg.ChunksInFlight)
 	t.passBytes = maxScanBytesPerPass
 	t.md5 = md5simd.NewServer()

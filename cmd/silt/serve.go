@@ -113,7 +113,10 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	if err := tiering.CheckStartSpace(cfg.Tier, cfg.Core.Dir); err != nil {
 		return err
 	}
-	store, err := core.Open(cfg.Core, log.Named("core"))
+	var progress core.Progress
+	stopWatch := watchStart(log, cfg.Core.Dir, progress.Phase, startWatchAfter, startWatchEvery)
+	store, err := core.OpenWithProgress(cfg.Core, log.Named("core"), &progress)
+	stopWatch()
 	if err != nil {
 		return err
 	}

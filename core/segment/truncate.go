@@ -98,3 +98,46 @@ func (l *Log) removeBelow(boundary uint64) (int, error) {
 	}
 	return removed, nil
 }
+
+// Roll starts a new, empty active file when every event of the current
+// one is below offset (already safe elsewhere, as for TruncateBefore), so
+// that TruncateBefore can then remove it: a segment whose single file
+// holds everything it was ever given could otherwise free nothing until
+// the file reaches FileBytes, which a small disk may never give it. It
+// reports whether it rolled; it does not while anything is being written
+// (that data is not below offset anyway) or the active file is empty.
+//
+// The file is created under the log's lock, the one I/O done there: a
+// roll happens only when tier 1 is short of space and the segment fully
+// tiered, when no appender is waiting on this segment.
+func (l *Log) Roll(offset uint64) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return false, ErrClosed
+	}
+	if l.mu.failed != nil {
+		return false, l.mu.failed
+	}
+	cur := l.mu.files[len(l.mu.files)-1]
+	if cur.size == 0 || l.mu.next > offset || l.mu.committed != l.mu.next ||
+		l.mu.leading || l.mu.inflight > 0 || l.mu.pending != nil {
+		return false, nil
+	}
+	// As at any roll: the file left behind ends with its data and is
+	// synced, since recovery can cut a torn tail off the last file only.
+	if err := l.cutPrealloc(cur); err != nil {
+		return false, err
+	}
+	if err := l.opts.Files.Sync(cur.path); err != nil {
+		return false, err
+	}
+	f, err := l.createFile(l.mu.next)
+	if err != nil {
+		return false, err
+	}
+	l.alloc = 0
+	l.mu.files = append(l.mu.files, f)
+	l.mu.tail = 0
+	return true, nil
+}

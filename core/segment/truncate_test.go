@@ -119,3 +119,63 @@ func TestTruncateBeforeClosed(t *testing.T) {
 		t.Fatalf("truncate after close: %v", err)
 	}
 }
+
+// TestRoll: a fully tiered active file is rolled, so that TruncateBefore
+// can remove it, and the log goes on at the same offset, across a
+// reopen; one holding an event at or above the offset is not.
+func TestRoll(t *testing.T) {
+	tests := []struct {
+		name       string
+		offset     uint64
+		wantRolled bool
+	}{
+		{"every event below the offset", 10, true},
+		{"past the end", 1000, true},
+		{"the last event not below it", 9, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewCrashFS()
+			l := openT(t, fs, 1<<20)
+			for i := 0; i < 10; i++ {
+				if _, err := l.Append(context.Background(), Batch{Events: ev(fmt.Sprintf("event-%03d", i))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rolled, err := l.Roll(tc.offset)
+			if err != nil || rolled != tc.wantRolled {
+				t.Fatalf("Roll(%d) = %v, %v; want %v", tc.offset, rolled, err, tc.wantRolled)
+			}
+			n, err := l.TruncateBefore(tc.offset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFirst := uint64(0)
+			if tc.wantRolled {
+				if n != 1 {
+					t.Fatalf("TruncateBefore after a roll removed %d files, want the rolled one", n)
+				}
+				wantFirst = 10
+				// An empty active file is not rolled again.
+				if again, err := l.Roll(tc.offset); again || err != nil {
+					t.Fatalf("second Roll = %v, %v", again, err)
+				}
+			}
+			if st := l.State(); st.First != wantFirst || st.Next != 10 {
+				t.Fatalf("state %+v, want first %d, next 10", st, wantFirst)
+			}
+			if res, err := l.Append(context.Background(), Batch{Events: ev("after")}); err != nil || res.FirstOffset != 10 {
+				t.Fatalf("append after the roll: %+v, %v", res, err)
+			}
+			l.Close()
+			l = openT(t, fs, 1<<20)
+			defer l.Close()
+			if st := l.State(); st.First != wantFirst || st.Next != 11 {
+				t.Fatalf("state after reopening %+v, want first %d, next 11", st, wantFirst)
+			}
+			if evs, _, err := l.Read(10, 1, 1<<20); err != nil || len(evs) != 1 || string(evs[0].Data) != "after" {
+				t.Fatalf("read of offset 10 after reopening: %v, %v", evs, err)
+			}
+		})
+	}
+}
