@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/btree"
@@ -108,6 +109,8 @@ type etcdBackend struct {
 		advanced chan struct{}
 	}
 
+	// reloads counts the mirror's reloads after a watch ended (tests).
+	reloads atomic.Int64
 	// notifying is held while run calls the watchers (see watch).
 	notifying sync.Mutex
 	// watchers is its own lock: run calls the watchers without mu.
@@ -232,6 +235,7 @@ func (b *etcdBackend) apply(events []*clientv3.Event, rev int64) int64 {
 // replace swaps in a freshly loaded mirror and tells the watchers every
 // key that differs from the old one.
 func (b *etcdBackend) replace(tree *btree.BTreeG[item], rev int64) {
+	b.reloads.Add(1)
 	b.mu.Lock()
 	old := b.mu.tree
 	b.mu.tree = tree

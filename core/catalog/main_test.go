@@ -1,8 +1,10 @@
 package catalog
 
 import (
+	"context"
 	"os"
 	"testing"
+	"time"
 )
 
 func TestMain(m *testing.M) {
@@ -15,3 +17,7 @@ func TestMain(m *testing.M) {
 
 func mkdirTemp() (string, error) { return os.MkdirTemp("", "catalog-etcd-") }
 func removeAll(d string)         { os.RemoveAll(d) }
+
+func contextTimeout() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}

@@ -49,6 +49,11 @@ func (p *pebbleBackend) scan(prefix, start []byte, fn func(key, value []byte) er
 	if bytes.Compare(start, prefix) > 0 {
 		lower = start
 	}
+	if len(lower) == 0 {
+		// No bound rather than an empty one, which pebble's invariant
+		// checks (race builds) index into.
+		lower = nil
+	}
 	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return fmt.Errorf("catalog scan: %w", err)
