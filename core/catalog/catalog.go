@@ -46,7 +46,7 @@ type backend interface {
 	deletePrefix(prefix []byte) error
 	compactPrefix(prefix []byte) error
 	// watch and shared: see Catalog.Watch and Catalog.Shared.
-	watch(prefix string, fn WatchFunc) (stop func())
+	watch(prefix string, fn func(key string, value []byte, present bool)) (stop func())
 	shared() bool
 	close() error
 }
@@ -237,23 +237,22 @@ func (c *Catalog) CompactPrefix(prefix string) error {
 	return c.b.compactPrefix([]byte(prefix))
 }
 
-// WatchFunc learns that key now holds value (present) or was deleted
-// (!present). value is the callee's to keep.
-type WatchFunc func(key string, value []byte, present bool)
-
-// Watch calls fn for every key under prefix that a commit changed — of
-// this Catalog or of another one on the same store — once the change is
-// visible to Get and Scan, in commit order, one call at a time. A Commit
-// of this Catalog returns after fn has seen its changes. fn must not call
-// Commit, Set, Delete or DeletePrefix: it runs on the goroutine that makes
-// commits visible. After the store lost track of changes (etcd compacted
-// the history the watch needed), fn is called for every key that differs
-// from what it was told.
+// Watch calls fn(key, value, present) for every key under prefix that a
+// commit changed — of this Catalog or of another one on the same store —
+// once the change is visible to Get and Scan, in commit order, one call at
+// a time; present is false for a deleted key, and value is fn's to keep. A
+// Commit of this Catalog returns after fn has seen its changes. fn must
+// not call Commit, Set, Delete or DeletePrefix (it runs on the goroutine
+// that makes commits visible), nor stop. After the store lost track of
+// changes (etcd compacted the history the watch needed), fn is called for
+// every key that differs from what it was told. fn's type is spelled out,
+// not named, so that a user can take a *Catalog through an interface of
+// its own without importing this package.
 //
 // On pebble, where this process makes every change and its callers update
-// their caches themselves, Watch calls fn never. stop ends the calls; fn
-// is not running once stop returns; fn must not call stop.
-func (c *Catalog) Watch(prefix string, fn WatchFunc) (stop func()) {
+// their caches themselves, fn is never called. Once stop returns, fn is
+// not running and will not be called.
+func (c *Catalog) Watch(prefix string, fn func(key string, value []byte, present bool)) (stop func()) {
 	return c.b.watch(prefix, fn)
 }
 

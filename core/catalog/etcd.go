@@ -47,6 +47,12 @@ const (
 // watch: Get and Scan never wait for etcd. The caller keeps cli and
 // closes it after the Catalog.
 func OpenEtcd(cli *clientv3.Client, opts EtcdOptions) (*Catalog, error) {
+	return openEtcd(cli, opts, nil)
+}
+
+// openEtcd is OpenEtcd with a hook between the load and the watch, where
+// tests make the watch start at a revision compacted away.
+func openEtcd(cli *clientv3.Client, opts EtcdOptions, beforeWatch func()) (*Catalog, error) {
 	if opts.Prefix == "" {
 		return nil, errors.New("catalog: etcd prefix must not be empty")
 	}
@@ -70,6 +76,9 @@ func OpenEtcd(cli *clientv3.Client, opts EtcdOptions) (*Catalog, error) {
 		return nil, fmt.Errorf("open catalog on etcd %s: %w", opts.Prefix, err)
 	}
 	b.mu.tree, b.mu.rev = tree, rev
+	if beforeWatch != nil {
+		beforeWatch()
+	}
 	go b.run(rev)
 	return newCatalog(b), nil
 }
@@ -83,7 +92,7 @@ func itemLess(a, b item) bool { return a.key < b.key }
 
 type watcher struct {
 	prefix string
-	fn     WatchFunc
+	fn     func(key string, value []byte, present bool)
 }
 
 // etcdBackend mirrors the keys under its prefix in memory. One goroutine
@@ -314,7 +323,7 @@ func (b *etcdBackend) advance(rev int64) {
 
 // watch registers fn. stop takes notifying, so that once it returns no
 // call of fn is under way or to come.
-func (b *etcdBackend) watch(prefix string, fn WatchFunc) func() {
+func (b *etcdBackend) watch(prefix string, fn func(key string, value []byte, present bool)) func() {
 	b.watchers.Lock()
 	id := b.watchers.next
 	b.watchers.next++

@@ -16,7 +16,7 @@ import (
 	"github.com/silt-io/silt/internal/etcdtest"
 )
 
-func openEtcd(t *testing.T, srv *etcdtest.Server, opts EtcdOptions) *Catalog {
+func openTestEtcd(t *testing.T, srv *etcdtest.Server, opts EtcdOptions) *Catalog {
 	t.Helper()
 	c, err := OpenEtcd(srv.Client(t), opts)
 	if err != nil {
@@ -53,7 +53,7 @@ func (r *recorder) list() []string {
 func TestEtcdSecondCatalogSeesChanges(t *testing.T) {
 	srv := sharedEtcd(t)
 	opts := EtcdOptions{Prefix: "/test/" + t.Name() + "/"}
-	a, b := openEtcd(t, srv, opts), openEtcd(t, srv, opts)
+	a, b := openTestEtcd(t, srv, opts), openTestEtcd(t, srv, opts)
 	if !a.Shared() {
 		t.Fatal("etcd catalog not Shared")
 	}
@@ -99,8 +99,8 @@ func TestEtcdSecondCatalogSeesChanges(t *testing.T) {
 // The prefix is a fence: keys outside it are neither read nor written.
 func TestEtcdPrefixIsolation(t *testing.T) {
 	srv := sharedEtcd(t)
-	a := openEtcd(t, srv, EtcdOptions{Prefix: "/test/" + t.Name() + "/a/"})
-	b := openEtcd(t, srv, EtcdOptions{Prefix: "/test/" + t.Name() + "/ab/"})
+	a := openTestEtcd(t, srv, EtcdOptions{Prefix: "/test/" + t.Name() + "/a/"})
+	b := openTestEtcd(t, srv, EtcdOptions{Prefix: "/test/" + t.Name() + "/ab/"})
 	if err := b.Set("k", []byte("b")); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestEtcdPrefixIsolation(t *testing.T) {
 
 func TestEtcdCommitTooLarge(t *testing.T) {
 	srv := sharedEtcd(t)
-	c := openEtcd(t, srv, EtcdOptions{Prefix: "/test/" + t.Name() + "/"})
+	c := openTestEtcd(t, srv, EtcdOptions{Prefix: "/test/" + t.Name() + "/"})
 	many := map[string][]byte{}
 	for i := range DefaultMaxTxnOps + 1 {
 		many[fmt.Sprintf("k/%03d", i)] = []byte("v")
@@ -169,7 +169,7 @@ func TestEtcdCommitTooLarge(t *testing.T) {
 func TestEtcdDown(t *testing.T) {
 	srv := etcdtest.Start(t)
 	opts := EtcdOptions{Prefix: "/test/", RequestTimeout: 300 * time.Millisecond}
-	a, b := openEtcd(t, srv, opts), openEtcd(t, srv, opts)
+	a, b := openTestEtcd(t, srv, opts), openTestEtcd(t, srv, opts)
 	if err := a.Set("k", []byte("before")); err != nil {
 		t.Fatal(err)
 	}
@@ -228,17 +228,59 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-func TestEtcdReloadAfterWatchEnds(t *testing.T) {
-	srv := etcdtest.Start(t)
-	opts := EtcdOptions{Prefix: "/test/"}
-	a := openEtcd(t, srv, opts)
-	var rec recorder
-	defer a.Watch("", rec.fn)()
-	if err := a.Set("gone", []byte("x")); err != nil {
+// A watch that starts at a compacted revision ends at once; the mirror
+// reloads and the watchers hear of what changed meanwhile.
+func TestEtcdReloadAfterCompaction(t *testing.T) {
+	srv := sharedEtcd(t)
+	prefix := "/test/" + t.Name() + "/"
+	cli := srv.Client(t)
+	ctx, cancel := contextTimeout()
+	defer cancel()
+	if _, err := cli.Put(ctx, prefix+"gone", "x"); err != nil {
 		t.Fatal(err)
 	}
-	// etcd's restart ends the watch (it requires a leader); what changed
-	// meanwhile is compacted away, so only a reload can learn of it.
+	var rec recorder
+	a, err := openEtcd(cli, EtcdOptions{Prefix: prefix}, func() {
+		if _, err := cli.Delete(ctx, prefix+"gone"); err != nil {
+			t.Error(err)
+		}
+		if _, err := cli.Put(ctx, prefix+"new", "y"); err != nil {
+			t.Error(err)
+		}
+		srv.Compact(t)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer a.Watch("", rec.fn)()
+	waitFor(t, "mirror after compaction", 30*time.Second, func() bool {
+		_, gone, _ := a.Get([]byte("gone"))
+		_, added, _ := a.Get([]byte("new"))
+		return !gone && added
+	})
+	if n := a.b.(*etcdBackend).reloads.Load(); n == 0 {
+		t.Error("mirror caught up without a reload")
+	}
+	// The watcher may have been registered after the reload; what it
+	// must never see is a stale value.
+	for _, got := range rec.list() {
+		if got == "put gone=x" {
+			t.Errorf("watch reported the deleted key: %v", rec.list())
+		}
+	}
+}
+
+// etcd restarted under a catalog: its watch resumes or reloads, and a
+// change made after the restart reaches the mirror and the watchers.
+func TestEtcdRestart(t *testing.T) {
+	srv := etcdtest.Start(t)
+	a := openTestEtcd(t, srv, EtcdOptions{Prefix: "/test/"})
+	var rec recorder
+	defer a.Watch("", rec.fn)()
+	if err := a.Set("k", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
 	srv.Stop()
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
@@ -246,30 +288,18 @@ func TestEtcdReloadAfterWatchEnds(t *testing.T) {
 	cli := srv.Client(t)
 	ctx, cancel := contextTimeout()
 	defer cancel()
-	if _, err := cli.Delete(ctx, "/test/gone"); err != nil {
+	if _, err := cli.Put(ctx, "/test/k", "2"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Put(ctx, "/test/new", "y"); err != nil {
-		t.Fatal(err)
-	}
-	srv.Compact(t)
-	waitFor(t, "mirror after compaction", 30*time.Second, func() bool {
-		_, gone, _ := a.Get([]byte("gone"))
-		_, added, _ := a.Get([]byte("new"))
-		return !gone && added
-	})
-	if n := a.b.(*etcdBackend).reloads.Load(); n == 0 {
-		t.Error("mirror caught up without a reload: the test did not compact past the watch")
-	}
-	got := rec.list()
-	if !slices.Contains(got, "del gone") || !slices.Contains(got, "put new=y") {
-		t.Errorf("watch reported %v, want del gone and put new=y", got)
+	waitFor(t, "mirror after restart", 30*time.Second, func() bool { v, _, _ := a.Get([]byte("k")); return string(v) == "2" })
+	if got := rec.list(); !slices.Contains(got, "put k=2") {
+		t.Errorf("watch after restart: %v", got)
 	}
 }
 
 func TestAttach(t *testing.T) {
 	srv := sharedEtcd(t)
-	c := openEtcd(t, srv, EtcdOptions{Prefix: "/test/" + t.Name() + "/"})
+	c := openTestEtcd(t, srv, EtcdOptions{Prefix: "/test/" + t.Name() + "/"})
 	dir := t.TempDir()
 	detach := Attach(filepath.Join(dir, "catalog"), c)
 	defer detach()

@@ -114,7 +114,7 @@ func (p *pebbleBackend) compactPrefix(prefix []byte) error {
 	return nil
 }
 
-func (p *pebbleBackend) watch(string, WatchFunc) func() { return func() {} }
+func (p *pebbleBackend) watch(string, func(string, []byte, bool)) func() { return func() {} }
 
 func (p *pebbleBackend) shared() bool { return false }
 
