@@ -1,0 +1,257 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/silt-io/silt/internal/config"
+	"github.com/silt-io/silt/internal/etcdtest"
+)
+
+func testConfig(srv *etcdtest.Server, prefix string) Config {
+	c := DefaultConfig()
+	c.Etcd.Endpoints = []string{srv.Endpoint}
+	c.Etcd.Prefix = prefix
+	c.Etcd.LockTTL = 2 * time.Second
+	return c
+}
+
+// state is everything a refused start must leave as it was: the keys
+// under the prefix and the data directory's files.
+func state(t *testing.T, srv *etcdtest.Server, prefix, dir string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := srv.Client(t).Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, kv := range resp.Kvs {
+		keys = append(keys, fmt.Sprintf("%s=%s", kv.Key, kv.Value))
+	}
+	var files []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil {
+			b, _ := os.ReadFile(p)
+			files = append(files, p+":"+string(b))
+		}
+		return nil
+	})
+	return fmt.Sprint(keys, files)
+}
+
+func mustStart(t *testing.T, cfg Config, dir string) *Node {
+	t.Helper()
+	n, err := Start(cfg, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+func TestStartRefusals(t *testing.T) {
+	srv := etcdtest.Start(t)
+	for name, tc := range map[string]struct {
+		// setup prepares the data dir and etcd and returns the config
+		// the refused node starts with.
+		setup func(t *testing.T, dir string) Config
+		want  string
+	}{
+		"another node serves the prefix": {
+			setup: func(t *testing.T, dir string) Config {
+				cfg := testConfig(srv, "/lock/")
+				mustStart(t, cfg, t.TempDir())
+				return cfg
+			},
+			want: "another silt node serves prefix /lock/ (host ",
+		},
+		"data dir of another cluster": {
+			setup: func(t *testing.T, dir string) Config {
+				a := mustStart(t, testConfig(srv, "/a/"), dir)
+				a.Close()
+				b := mustStart(t, testConfig(srv, "/b/"), t.TempDir())
+				b.Close()
+				return testConfig(srv, "/b/")
+			},
+			want: "but prefix /b/ on etcd is cluster",
+		},
+		"prefix holds no cluster": {
+			setup: func(t *testing.T, dir string) Config {
+				a := mustStart(t, testConfig(srv, "/c/"), dir)
+				a.Close()
+				return testConfig(srv, "/empty/")
+			},
+			want: "etcd holds no cluster under prefix /empty/",
+		},
+		"single node's data dir": {
+			setup: func(t *testing.T, dir string) Config {
+				if err := os.MkdirAll(filepath.Join(dir, "catalog"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				return testConfig(srv, "/d/")
+			},
+			want: "holds a single node's catalog",
+		},
+		"damaged identity": {
+			setup: func(t *testing.T, dir string) Config {
+				if err := os.WriteFile(filepath.Join(dir, IdentityFile), []byte("{"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return testConfig(srv, "/e/")
+			},
+			want: "is not a cluster identity",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := tc.setup(t, dir)
+			before := state(t, srv, cfg.Etcd.Prefix, dir)
+			n, err := Start(cfg, dir, nil)
+			if err == nil {
+				n.Close()
+				t.Fatal("start not refused")
+			}
+			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("start: %v, want ErrRefused saying %q", err, tc.want)
+			}
+			if after := state(t, srv, cfg.Etcd.Prefix, dir); after != before {
+				t.Errorf("refused start changed things:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
+func TestIdentityAndLockLifecycle(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cfg := testConfig(srv, "/life/")
+	dir := t.TempDir()
+	a := mustStart(t, cfg, dir)
+	id := a.ClusterID()
+	if len(id) != 32 {
+		t.Fatalf("cluster id %q", id)
+	}
+	if err := CheckSingleNode(dir); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), id) {
+		t.Errorf("single-node start on a cluster's data dir: %v", err)
+	}
+	if err := CheckSingleNode(t.TempDir()); err != nil {
+		t.Errorf("fresh dir: %v", err)
+	}
+	if _, err := Start(cfg, t.TempDir(), nil); !errors.Is(err, ErrRefused) {
+		t.Fatalf("second node while the first serves: %v", err)
+	}
+	a.Close()
+	// The lock is released at Close: the same data dir starts again and
+	// finds the same cluster; so does a new node's.
+	b := mustStart(t, cfg, dir)
+	if b.ClusterID() != id {
+		t.Errorf("cluster id after restart %s, want %s", b.ClusterID(), id)
+	}
+	b.Close()
+	c := mustStart(t, cfg, t.TempDir())
+	if c.ClusterID() != id {
+		t.Errorf("new node's cluster id %s, want %s", c.ClusterID(), id)
+	}
+}
+
+// A node killed without Close holds the lock until its lease expires;
+// then another may serve.
+func TestLockFreedByLeaseExpiry(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cfg := testConfig(srv, "/expiry/")
+	a := mustStart(t, cfg, t.TempDir())
+	// Stop keeping the lease alive without releasing anything, as a
+	// killed process would.
+	a.cancel()
+	<-a.done
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := Start(cfg, t.TempDir(), nil)
+		if err == nil {
+			n.Close()
+			return
+		}
+		if !errors.Is(err, ErrRefused) || time.Now().After(deadline) {
+			t.Fatalf("start after the first node's lease expired: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestEtcdDownAtStart(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cfg := testConfig(srv, "/down/")
+	cfg.Etcd.DialTimeout = 500 * time.Millisecond
+	srv.Stop()
+	_, err := Start(cfg, t.TempDir(), nil)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach etcd") {
+		t.Fatalf("start with etcd down: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit func(*EtcdConfig)
+		want string
+	}{
+		"default":          {func(*EtcdConfig) {}, ""},
+		"endpoint no url":  {func(e *EtcdConfig) { e.Endpoints = []string{"127.0.0.1:2379"} }, "not an http:// or https:// URL"},
+		"prefix no slash":  {func(e *EtcdConfig) { e.Prefix = "silt" }, "must start and end with /"},
+		"prefix root":      {func(e *EtcdConfig) { e.Prefix = "/" }, "must start and end with /"},
+		"two passwords":    {func(e *EtcdConfig) { e.Username, e.Password, e.PasswordFile = "u", "p", "f" }, "both set"},
+		"password no user": {func(e *EtcdConfig) { e.Password = "p" }, "needs cluster.etcd.username"},
+		"cert no key":      {func(e *EtcdConfig) { e.CertFile = "c" }, "go together"},
+		"zero timeout":     {func(e *EtcdConfig) { e.RequestTimeout = 0 }, "must be positive"},
+		"tiny txn":         {func(e *EtcdConfig) { e.MaxTxnOps = 0 }, "max_txn_ops"},
+	} {
+		c := DefaultConfig()
+		tc.edit(&c.Etcd)
+		err := c.Validate()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+}
+
+// The password never leaves the process: not in a config dump, not in
+// an error.
+func TestPasswordNotPrinted(t *testing.T) {
+	const pw = "s3cr3t-etcd-password"
+	var cfg struct {
+		Cluster Config `koanf:"cluster"`
+	}
+	cfg.Cluster = DefaultConfig()
+	if _, err := config.Load(&cfg, nil, []string{"SILT_CLUSTER_ETCD_PASSWORD=" + pw, "SILT_CLUSTER_ETCD_USERNAME=u"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cluster.Etcd.Password != pw {
+		t.Fatalf("password from the environment not loaded: %q", cfg.Cluster.Etcd.Password)
+	}
+	out, err := config.Dump(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), pw) || !strings.Contains(string(out), config.Redacted) {
+		t.Errorf("config dump shows the password:\n%s", out)
+	}
+	f := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(f, []byte(pw+"\n"), 0o600)
+	e := EtcdConfig{PasswordFile: f}
+	if got, err := e.password(); err != nil || got != pw {
+		t.Errorf("password from file: %q %v", got, err)
+	}
+	cfg.Cluster.Etcd.Endpoints = []string{"http://127.0.0.1:1"}
+	cfg.Cluster.Etcd.DialTimeout = 200 * time.Millisecond
+	if _, err := Start(cfg.Cluster, t.TempDir(), nil); err == nil || strings.Contains(err.Error(), pw) {
+		t.Errorf("start error shows the password or none came: %v", err)
+	}
+}
