@@ -180,7 +180,9 @@ func (n *Node) start() error {
 // write the same segments, so until segments have owners the second is
 // refused.
 func (n *Node) lock() error {
-	sess, err := concurrency.NewSession(n.cli, concurrency.WithTTL(int(n.cfg.Etcd.LockTTL/time.Second)), concurrency.WithContext(n.ctx))
+	// The session's context outlives n.ctx: Close cancels n.ctx first
+	// and then revokes the lease, which needs a live context.
+	sess, err := concurrency.NewSession(n.cli, concurrency.WithTTL(int(n.cfg.Etcd.LockTTL/time.Second)))
 	if err != nil {
 		return fmt.Errorf("%w: etcd session: %w", catalog.ErrUnavailable, err)
 	}

@@ -173,6 +173,7 @@ func TestLockFreedByLeaseExpiry(t *testing.T) {
 	// killed process would.
 	a.cancel()
 	<-a.done
+	a.sess.Orphan()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		n, err := Start(cfg, t.TempDir(), nil)
