@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -58,9 +60,11 @@ type Node struct {
 	// lostErr is set before lost is closed.
 	lostErr error
 
-	// sess and mutex are keep's after Start returns.
-	sess  *concurrency.Session
-	mutex *concurrency.Mutex
+	// sess and mutex are keep's after Start returns; sessMu guards
+	// their replacement for readers outside keep.
+	sessMu sync.Mutex
+	sess   *concurrency.Session
+	mutex  *concurrency.Mutex
 }
 
 // CheckSingleNode refuses a data directory that belongs to a cluster when
@@ -205,7 +209,9 @@ func (n *Node) lock() error {
 		sess.Close()
 		return fmt.Errorf("%w: record serving node: %w", catalog.ErrUnavailable, err)
 	}
+	n.sessMu.Lock()
 	n.sess, n.mutex = sess, m
+	n.sessMu.Unlock()
 	return nil
 }
 
@@ -258,7 +264,6 @@ func (n *Node) createID() (string, error) {
 // it meanwhile — then this node must stop serving (Lost).
 func (n *Node) keep() {
 	defer close(n.done)
-	retry := 100 * time.Millisecond
 	for {
 		select {
 		case <-n.ctx.Done():
@@ -266,28 +271,39 @@ func (n *Node) keep() {
 		case <-n.sess.Done():
 		}
 		n.log.Warn("serving lock's etcd session ended; taking it again")
-		for {
-			if n.ctx.Err() != nil {
-				return
-			}
-			err := n.lock()
-			if err == nil {
-				n.log.Info("serving lock taken again")
-				retry = 100 * time.Millisecond
-				break
-			}
+		if err := n.relock(n.sess.Lease()); err != nil {
 			if errors.Is(err, ErrRefused) {
 				n.lostErr = fmt.Errorf("lost the serving lock: %w", err)
 				close(n.lost)
-				return
 			}
-			select {
-			case <-n.ctx.Done():
-				return
-			case <-time.After(retry):
-			}
-			retry = min(2*retry, 2*time.Second)
+			return
 		}
+		n.log.Info("serving lock taken again")
+	}
+}
+
+// relock takes the lock again after the session of lease old ended. The
+// old lease may still be alive in etcd (a restarted etcd extends leases),
+// holding this node's own lock key: it is revoked first, or the node
+// would find itself in the way.
+func (n *Node) relock(old clientv3.LeaseID) error {
+	retry := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Etcd.RequestTimeout)
+		_, err := n.cli.Revoke(ctx, old)
+		cancel()
+		if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			err = n.lock()
+		}
+		if err == nil || errors.Is(err, ErrRefused) || n.ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-n.ctx.Done():
+			return n.ctx.Err()
+		case <-time.After(retry):
+		}
+		retry = min(2*retry, 2*time.Second)
 	}
 }
 
@@ -355,4 +371,11 @@ func writeIdentity(dataDir string, id identity) error {
 		return fmt.Errorf("write cluster identity: %w", err)
 	}
 	return nil
+}
+
+// sessionLease is the lease the lock is held under now (tests).
+func (n *Node) sessionLease() clientv3.LeaseID {
+	n.sessMu.Lock()
+	defer n.sessMu.Unlock()
+	return n.sess.Lease()
 }

@@ -256,3 +256,68 @@ func TestPasswordNotPrinted(t *testing.T) {
 		t.Errorf("start error shows the password or none came: %v", err)
 	}
 }
+
+// A session that ended while its lease lives on (etcd restarted and
+// extended it) is the node's own: it takes the lock again, not loses it.
+func TestLockRetakenAfterSessionEnds(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cfg := testConfig(srv, "/retake/")
+	a := mustStart(t, cfg, t.TempDir())
+	old := a.sess.Lease()
+	a.sess.Orphan() // ends the session, leaves the lease and its keys
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := Start(cfg, t.TempDir(), nil)
+		if !errors.Is(err, ErrRefused) {
+			t.Fatalf("a second node while the first re-takes its lock: %v", err)
+		}
+		if a.sessionLease() != old {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lock not re-taken")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := a.Err(); err != nil {
+		t.Fatalf("node lost its lock: %v", err)
+	}
+}
+
+// When another node took the lock while this one's lease was gone, this
+// one is told to stop.
+func TestLockLost(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cfg := testConfig(srv, "/lost/")
+	cli := srv.Client(t)
+	a := mustStart(t, cfg, t.TempDir())
+	// etcd expiring a's lease, as it does when a is cut off past its
+	// TTL; b starts at once, before a notices. a may still win the race
+	// (it notices within a third of the TTL): then try again.
+	for range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := cli.Revoke(ctx, a.sessionLease())
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Start(cfg, t.TempDir(), nil)
+		if errors.Is(err, ErrRefused) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		select {
+		case <-a.Lost():
+		case <-time.After(30 * time.Second):
+			t.Fatal("the node whose lock another took was not told")
+		}
+		if err := a.Err(); err == nil || !strings.Contains(err.Error(), "lost the serving lock") {
+			t.Fatalf("Err: %v", err)
+		}
+		return
+	}
+	t.Fatal("the first node re-took its lock before a second could start, five times")
+}
