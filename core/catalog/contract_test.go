@@ -42,19 +42,21 @@ var etcdOnce struct {
 	srv *etcdtest.Server
 }
 
-func sharedEtcd(t *testing.T) *etcdtest.Server {
+func sharedEtcd(t *testing.T) *etcdtest.Server { return sharedEtcdTB(t) }
+
+func sharedEtcdTB(t testing.TB) *etcdtest.Server {
 	t.Helper()
 	etcdOnce.Lock()
 	defer etcdOnce.Unlock()
 	if etcdOnce.srv == nil {
-		etcdOnce.srv = etcdtest.Start(&packageTB{T: t})
+		etcdOnce.srv = etcdtest.Start(&packageTB{TB: t})
 	}
 	return etcdOnce.srv
 }
 
 // packageTB lets the shared server outlive the test that started it: its
 // cleanup runs at the end of TestMain instead.
-type packageTB struct{ *testing.T }
+type packageTB struct{ testing.TB }
 
 var packageCleanups []func()
 
@@ -62,7 +64,7 @@ func (p *packageTB) Cleanup(f func()) { packageCleanups = append(packageCleanups
 func (p *packageTB) TempDir() string {
 	d, err := mkdirTemp()
 	if err != nil {
-		p.T.Fatal(err)
+		p.TB.Fatal(err)
 	}
 	packageCleanups = append(packageCleanups, func() { removeAll(d) })
 	return d
