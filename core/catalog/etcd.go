@@ -138,20 +138,38 @@ func (b *etcdBackend) close() error {
 	return nil
 }
 
-// load reads the whole prefix at one revision.
+// load reads the whole prefix at one revision, a page at a time, so that
+// a large catalog is not one response of unbounded size.
 func (b *etcdBackend) load() (*btree.BTreeG[item], int64, error) {
-	ctx, cancel := context.WithTimeout(b.ctx, b.opts.RequestTimeout)
-	defer cancel()
-	resp, err := b.cli.Get(ctx, b.opts.Prefix, clientv3.WithPrefix())
-	if err != nil {
-		return nil, 0, b.wrap(err)
-	}
 	t := btree.NewG(32, itemLess)
-	for _, kv := range resp.Kvs {
-		t.ReplaceOrInsert(item{key: strings.TrimPrefix(string(kv.Key), b.opts.Prefix), value: kv.Value})
+	end := clientv3.GetPrefixRangeEnd(b.opts.Prefix)
+	from, rev := b.opts.Prefix, int64(0)
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(loadPage)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		ctx, cancel := context.WithTimeout(b.ctx, b.opts.RequestTimeout)
+		resp, err := b.cli.Get(ctx, from, opts...)
+		cancel()
+		if err != nil {
+			return nil, 0, b.wrap(err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			t.ReplaceOrInsert(item{key: strings.TrimPrefix(string(kv.Key), b.opts.Prefix), value: kv.Value})
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return t, rev, nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
-	return t, resp.Header.Revision, nil
 }
+
+// loadPage is how many keys one request of load reads.
+const loadPage = 1000
 
 // wrap gives an etcd error its sentinel: too large for what etcd applies
 // in one transaction, closed after close, unavailable for anything else

@@ -320,3 +320,25 @@ func TestAttach(t *testing.T) {
 		t.Fatal("attached catalog returned twice")
 	}
 }
+
+// A catalog larger than one page of load comes back whole, at one
+// revision.
+func TestEtcdLoadPages(t *testing.T) {
+	srv := sharedEtcd(t)
+	opts := EtcdOptions{Prefix: "/test/" + t.Name() + "/"}
+	a := openTestEtcd(t, srv, opts)
+	const n = 2*loadPage + 7
+	for i := 0; i < n; i += 100 {
+		set := map[string][]byte{}
+		for j := i; j < min(i+100, n); j++ {
+			set[fmt.Sprintf("p/%05d", j)] = []byte{byte(j)}
+		}
+		if err := a.Commit(set, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := openTestEtcd(t, srv, opts)
+	if got := len(scanAll(t, b, "p/", "")); got != n {
+		t.Fatalf("loaded %d keys, want %d", got, n)
+	}
+}
