@@ -266,18 +266,14 @@ func TestLockRetakenAfterSessionEnds(t *testing.T) {
 	old := a.sess.Lease()
 	a.sess.Orphan() // ends the session, leaves the lease and its keys
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := Start(cfg, t.TempDir(), nil)
-		if !errors.Is(err, ErrRefused) {
-			t.Fatalf("a second node while the first re-takes its lock: %v", err)
-		}
-		if a.sessionLease() != old {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("lock not re-taken")
+	for a.sessionLease() == old {
+		if a.Err() != nil || time.Now().After(deadline) {
+			t.Fatalf("lock not re-taken: %v", a.Err())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := Start(cfg, t.TempDir(), nil); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a second node after the first re-took its lock: %v", err)
 	}
 	if err := a.Err(); err != nil {
 		t.Fatalf("node lost its lock: %v", err)
