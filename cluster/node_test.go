@@ -317,3 +317,88 @@ func TestLockLost(t *testing.T) {
 	}
 	t.Fatal("the first node re-took its lock before a second could start, five times")
 }
+
+// TLS to etcd: the configured CA verifies etcd's certificate; without it
+// (the system's roots) the start fails, saying why, within dial_timeout.
+func TestStartTLS(t *testing.T) {
+	srv := etcdtest.StartWith(t, etcdtest.Options{TLS: true})
+	for name, tc := range map[string]struct {
+		ca   string
+		want string
+	}{
+		"with the CA":    {srv.CAFile, ""},
+		"without the CA": {"", "cannot reach etcd"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(srv, "/tls/")
+			cfg.Etcd.CAFile = tc.ca
+			cfg.Etcd.DialTimeout = time.Second
+			n, err := Start(cfg, t.TempDir(), nil)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				n.Close()
+				return
+			}
+			if err == nil {
+				n.Close()
+				t.Fatal("started without trusting etcd's certificate")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("start: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// etcd with authentication: the user and password (from a file) let the
+// node in; a wrong password is refused without the error showing it.
+func TestStartAuth(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const pw = "etcd-root-password"
+	for _, step := range []func() error{
+		func() error { _, err := cli.UserAdd(ctx, "root", pw); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := cli.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, tc := range map[string]struct {
+		password string
+		ok       bool
+	}{
+		"right password": {pw, true},
+		"wrong password": {"not-" + pw, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "pw")
+			if err := os.WriteFile(f, []byte(tc.password+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg := testConfig(srv, "/auth/")
+			cfg.Etcd.Username, cfg.Etcd.PasswordFile = "root", f
+			n, err := Start(cfg, t.TempDir(), nil)
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				n.Close()
+				return
+			}
+			if err == nil {
+				n.Close()
+				t.Fatal("started with a wrong password")
+			}
+			t.Logf("refused: %v", err)
+			if strings.Contains(err.Error(), tc.password) {
+				t.Errorf("error shows the password: %v", err)
+			}
+		})
+	}
+}

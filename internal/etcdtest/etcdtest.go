@@ -10,6 +10,8 @@ package etcdtest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +25,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/silt-io/silt/internal/tlsconf"
 )
 
 // Version is the etcd release `make etcd` builds (see etcdbin/go.mod).
@@ -57,21 +61,37 @@ func Binary() (string, error) {
 	return "", fmt.Errorf("no etcd server: run `make etcd` (builds %s into %s), or install Debian's etcd-server", Version, filepath.Dir(p))
 }
 
+// Options change how Start runs etcd.
+type Options struct {
+	// TLS serves clients over https with a certificate for 127.0.0.1
+	// signed by the CA in Server.CAFile.
+	TLS bool
+}
+
 // Server is a running etcd.
 type Server struct {
-	// Endpoint is the client URL, http://127.0.0.1:<port>.
+	// Endpoint is the client URL, http(s)://127.0.0.1:<port>.
 	Endpoint string
-	bin      string
-	dir      string
-	args     []string
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	logf     *os.File
+	// CAFile is the PEM CA that signs the server's certificate (TLS).
+	CAFile string
+	tls    *tls.Config
+	bin    string
+	dir    string
+	args   []string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	logf   *os.File
 }
 
 // Start starts an etcd server for t and stops it at t's cleanup. It skips
 // t when no etcd binary is installed (fails under CI=true).
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -81,13 +101,29 @@ func Start(t testing.TB) *Server {
 		t.Skipf("etcdtest: %v", err)
 	}
 	dir := t.TempDir()
+	scheme, certFlags, caFile, tlsCfg := "http", []string(nil), "", (*tls.Config)(nil)
+	if opts.TLS {
+		dev, ca, _, err := tlsconf.GenerateDev(filepath.Join(dir, "tls"), []string{"127.0.0.1"})
+		if err != nil {
+			t.Fatalf("etcdtest: certificates: %v", err)
+		}
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			t.Fatalf("etcdtest: %v", err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		scheme, caFile = "https", ca
+		certFlags = []string{"--cert-file", dev.CertFile, "--key-file", dev.KeyFile}
+		tlsCfg = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
 	var lastErr error
 	// A free port found here can be taken by another process before etcd
 	// binds it; a second try with new ports covers that.
 	for range 3 {
-		s := &Server{bin: bin, dir: dir}
+		s := &Server{bin: bin, dir: dir, CAFile: caFile, tls: tlsCfg}
 		client, peer := freePort(t), freePort(t)
-		s.Endpoint = "http://" + client
+		s.Endpoint = scheme + "://" + client
 		s.args = []string{
 			"--name", "etcdtest",
 			"--data-dir", filepath.Join(dir, "data"),
@@ -98,6 +134,7 @@ func Start(t testing.TB) *Server {
 			"--initial-cluster", "etcdtest=http://" + peer,
 			"--log-level", "warn",
 		}
+		s.args = append(s.args, certFlags...)
 		if lastErr = s.start(); lastErr == nil {
 			t.Cleanup(func() { s.Stop() })
 			return s
@@ -158,7 +195,7 @@ func (s *Server) start() error {
 }
 
 func (s *Server) healthy() bool {
-	c := http.Client{Timeout: time.Second}
+	c := http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: s.tls, DisableKeepAlives: true}}
 	resp, err := c.Get(s.Endpoint + "/health")
 	if err != nil {
 		return false
@@ -205,7 +242,7 @@ func (s *Server) Restart() error {
 // Client returns a client of s, closed at t's cleanup.
 func (s *Server) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, TLS: s.tls})
 	if err != nil {
 		t.Fatalf("etcdtest: client: %v", err)
 	}
