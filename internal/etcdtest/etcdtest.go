@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -165,9 +164,7 @@ func (s *Server) start() error {
 	s.logf = logf
 	s.cmd = exec.Command(s.bin, s.args...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	// Its own process group: a test killed half-way leaves no etcd
-	// bound to the group of the shell that ran it.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.cmd.SysProcAttr = procAttr()
 	if err := s.cmd.Start(); err != nil {
 		logf.Close()
 		return err
