@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/silt
 export CGO_ENABLED := 0
 
-.PHONY: all build run test test-scale go-test race conformance bench bench-scale fmt vet lint clean
+.PHONY: all build run test test-scale go-test race conformance bench bench-scale fmt vet lint clean etcd
 
 all: build
 
@@ -29,7 +29,21 @@ run:
 # Debian packages with apt, Python tools into a private virtualenv and
 # Maven's jars into a cache, both under $SILT_CACHE, ~/.cache/silt by
 # default; see conformance/venv.sh).
-test: vet fmt go-test race conformance
+test: vet fmt etcd go-test race conformance
+
+# etcd for the cluster tests (internal/etcdtest, conformance/suites/cluster.sh):
+# etcd's own server, built once from its module (internal/etcdtest/etcdbin,
+# which pins the version) into the suites' cache; a run that finds it
+# there does nothing.
+SILT_CACHE   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/silt
+ETCD_VERSION := $(shell awk '$$1 == "require" && $$2 == "go.etcd.io/etcd/server/v3" {print $$3}' internal/etcdtest/etcdbin/go.mod)
+ETCD_BIN     := $(SILT_CACHE)/etcd/etcd-$(ETCD_VERSION)
+etcd: $(ETCD_BIN)
+# The file name carries the version, so a new pin builds anew; a fresh
+# clone's newer go.mod must not.
+$(ETCD_BIN):
+	@echo "building etcd $(ETCD_VERSION) into $(ETCD_BIN) (once; a minute or two)"
+	cd internal/etcdtest/etcdbin && $(GO) build -trimpath -o $(ETCD_BIN).tmp . && mv $(ETCD_BIN).tmp $(ETCD_BIN)
 
 # cmd/silt's tests include TestScale (20,000 streams in a server child,
 # minutes on 2 cores), which with the crash tests can pass go test's
@@ -45,7 +59,7 @@ test-scale:
 race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -short ./...
 
-conformance: build
+conformance: build etcd
 	bash conformance/run.sh
 
 bench: build

@@ -62,6 +62,12 @@ type Store struct {
 	now    func() time.Time // replaced in tests to expire tokens
 	sealer *sealer          // nil: S3 secrets are stored in clear
 
+	// shared: the KV is changed by other nodes too, and the caches in mu
+	// follow its changes (follow.go) instead of being set by the
+	// mutations below; stopFollow ends that.
+	shared     bool
+	stopFollow func()
+
 	// What Open did to S3 secrets: how many it found in clear and sealed,
 	// and which keys it revoked for WithLostSecretsKey.
 	sealedAtOpen  int
@@ -114,8 +120,37 @@ func Open(kv KV, opts ...Option) (*Store, error) {
 	s.mu.tokens = make(map[[32]byte]*tokenEntry)
 	s.mu.grants = make(map[string]*grantEntry)
 	s.mu.byPrincipal = make(map[string][]*grantEntry)
+	if skv, ok := kv.(SharedKV); ok && skv.Shared() {
+		// Held through the load, so that a change notified meanwhile is
+		// applied after it (see follow).
+		s.mu.Lock()
+		s.follow(skv)
+	}
+	orphans, err := s.load(kv)
+	if s.shared {
+		s.mu.Unlock()
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if len(orphans) > 0 {
+		if err := kv.Commit(nil, orphans); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("acl: open: delete %d records of deleted principals: %w", len(orphans), err)
+		}
+	}
+	if err := s.openS3Secrets(o.lostKeyID); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
 
-	err := kv.Scan([]byte(prefixPrincipal), nil, func(key, value []byte) error {
+// load fills the caches from kv and lists the records of deleted
+// principals (see Open).
+func (s *Store) load(kv KV) (orphans []string, err error) {
+	err = kv.Scan([]byte(prefixPrincipal), nil, func(key, value []byte) error {
 		var p PrincipalInfo
 		if err := decode(key, value, &p); err != nil {
 			return err
@@ -130,7 +165,6 @@ func Open(kv KV, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 
-	var orphans []string
 	known := func(principal string) bool {
 		_, ok := s.mu.principals[principal]
 		return ok
@@ -183,15 +217,7 @@ func Open(kv KV, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 
-	if len(orphans) > 0 {
-		if err := kv.Commit(nil, orphans); err != nil {
-			return nil, fmt.Errorf("acl: open: delete %d records of deleted principals: %w", len(orphans), err)
-		}
-	}
-	if err := s.openS3Secrets(o.lostKeyID); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return orphans, nil
 }
 
 // SealedAtOpen reports how many S3 secrets Open found stored in clear and
@@ -243,9 +269,11 @@ func (s *Store) CreatePrincipal(name string) (PrincipalInfo, error) {
 	if err := s.kv.Commit(map[string][]byte{prefixPrincipal + name: encode(info)}, nil); err != nil {
 		return PrincipalInfo{}, fmt.Errorf("acl: create principal %q: %w", name, err)
 	}
-	s.mu.Lock()
-	s.mu.principals[name] = info
-	s.mu.Unlock()
+	if !s.shared {
+		s.mu.Lock()
+		s.mu.principals[name] = info
+		s.mu.Unlock()
+	}
 	return info, nil
 }
 
@@ -333,15 +361,17 @@ func (s *Store) DeletePrincipal(name string) error {
 	if err := s.kv.Commit(nil, del); err != nil {
 		return fmt.Errorf("acl: delete principal %q: %w", name, err)
 	}
-	s.mu.Lock()
-	delete(s.mu.principals, name)
-	for _, h := range hashes {
-		delete(s.mu.tokens, h)
+	if !s.shared {
+		s.mu.Lock()
+		delete(s.mu.principals, name)
+		for _, h := range hashes {
+			delete(s.mu.tokens, h)
+		}
+		for _, e := range grants {
+			s.removeGrantLocked(e.grant.ID)
+		}
+		s.mu.Unlock()
 	}
-	for _, e := range grants {
-		s.removeGrantLocked(e.grant.ID)
-	}
-	s.mu.Unlock()
 	return nil
 }
 
@@ -374,9 +404,11 @@ func (s *Store) AddGrant(principal string, a Action, resource string) (Grant, er
 	if err := s.kv.Commit(map[string][]byte{prefixGrant + g.ID: encode(g)}, nil); err != nil {
 		return Grant{}, fmt.Errorf("acl: add grant of %s on %q to %q: %w", a, resource, principal, err)
 	}
-	s.mu.Lock()
-	s.addGrantLocked(&grantEntry{grant: g, pat: pat})
-	s.mu.Unlock()
+	if !s.shared {
+		s.mu.Lock()
+		s.addGrantLocked(&grantEntry{grant: g, pat: pat})
+		s.mu.Unlock()
+	}
 	return g, nil
 }
 
@@ -438,9 +470,11 @@ func (s *Store) RemoveGrant(id string) error {
 	if err := s.kv.Commit(nil, []string{prefixGrant + id}); err != nil {
 		return fmt.Errorf("acl: remove grant %s: %w", id, err)
 	}
-	s.mu.Lock()
-	s.removeGrantLocked(id)
-	s.mu.Unlock()
+	if !s.shared {
+		s.mu.Lock()
+		s.removeGrantLocked(id)
+		s.mu.Unlock()
+	}
 	return nil
 }
 
@@ -585,14 +619,16 @@ func (s *Store) EnsureRoot(name, secret string) (created bool, err error) {
 	if err := s.kv.Commit(set, nil); err != nil {
 		return false, fmt.Errorf("acl: ensure root principal %q: %w", name, err)
 	}
-	s.mu.Lock()
-	s.mu.principals[name] = info
-	if grant != nil {
-		s.addGrantLocked(grant)
+	if !s.shared {
+		s.mu.Lock()
+		s.mu.principals[name] = info
+		if grant != nil {
+			s.addGrantLocked(grant)
+		}
+		if token != nil {
+			s.mu.tokens[token.hash] = token
+		}
+		s.mu.Unlock()
 	}
-	if token != nil {
-		s.mu.tokens[token.hash] = token
-	}
-	s.mu.Unlock()
 	return !exists, nil
 }

@@ -100,12 +100,14 @@ func (s *Store) IssueToken(principal, label string, ttl time.Duration) (secret s
 	if err := s.kv.Commit(map[string][]byte{key: encode(e.info)}, del); err != nil {
 		return "", TokenInfo{}, fmt.Errorf("acl: issue token for %q: %w", principal, err)
 	}
-	s.mu.Lock()
-	for _, h := range expired {
-		delete(s.mu.tokens, h)
+	if !s.shared {
+		s.mu.Lock()
+		for _, h := range expired {
+			delete(s.mu.tokens, h)
+		}
+		s.mu.tokens[e.hash] = e
+		s.mu.Unlock()
 	}
-	s.mu.tokens[e.hash] = e
-	s.mu.Unlock()
 	return secret, e.info, nil
 }
 
@@ -226,9 +228,11 @@ func (s *Store) RevokeToken(principal, id string) error {
 	if err := s.kv.Commit(nil, []string{prefixToken + hex.EncodeToString(hash[:])}); err != nil {
 		return fmt.Errorf("acl: revoke token %s of %q: %w", id, principal, err)
 	}
-	s.mu.Lock()
-	delete(s.mu.tokens, hash)
-	s.mu.Unlock()
+	if !s.shared {
+		s.mu.Lock()
+		delete(s.mu.tokens, hash)
+		s.mu.Unlock()
+	}
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/cluster"
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/gateways/api"
 	"github.com/silt-io/silt/gateways/nfs"
@@ -43,6 +44,8 @@ type serveConfig struct {
 	TLS  tlsconf.Config `koanf:"tls"`
 	Log  logging.Config `koanf:"log"`
 	Run  runtimeConfig  `koanf:"runtime"`
+	// Cluster is last: a single node never needs it.
+	Cluster cluster.Config `koanf:"cluster"`
 }
 
 type runtimeConfig struct {
@@ -79,6 +82,8 @@ func defaultServeConfig() serveConfig {
 		TLS:  tlsconf.DefaultConfig(),
 		Log:  logging.DefaultConfig(),
 		Run:  runtimeConfig{GCPercent: 50},
+
+		Cluster: cluster.DefaultConfig(),
 	}
 }
 
@@ -89,7 +94,7 @@ func (c serveConfig) Validate() error {
 	if c.Run.GCPercent < 0 {
 		return fmt.Errorf("runtime.gc_percent must not be negative (0 leaves the GC to GOGC)")
 	}
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
 }
 
 // serve runs the server until ctx is cancelled, on what start took.
@@ -113,6 +118,11 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	if err := tiering.CheckStartSpace(cfg.Tier, cfg.Core.Dir); err != nil {
 		return err
 	}
+	node, leave, err := joinCluster(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	var progress core.Progress
 	stopWatch := watchStart(log, cfg.Core.Dir, progress.Phase, startWatchAfter, startWatchEvery)
 	store, err := core.OpenWithProgress(cfg.Core, log.Named("core"), &progress)
@@ -231,9 +241,25 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	go func() { errs <- s3srv.Serve(ctx, s3Ln, tlsCfg) }()
 	go func() { errs <- nfssrv.Serve(ctx, nfsLn) }()
 	go func() { errs <- hdfssrv.Serve(ctx, hdfsLn, tlsCfg) }()
+	if node != nil {
+		// Another node took the serving lock (this one was cut off from
+		// etcd past its lease): two nodes must not write the same
+		// segments, so this one stops.
+		go func() {
+			select {
+			case <-node.Lost():
+				log.Error("stopping", zap.Error(node.Err()))
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	err = <-errs
 	cancel()
 	err = errors.Join(err, <-errs, <-errs, <-errs)
+	if node != nil {
+		err = errors.Join(err, node.Err())
+	}
 	log.Info("silt stopped")
 	return err
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/core/catalog"
 	"github.com/silt-io/silt/core/names"
 )
 
@@ -69,6 +70,11 @@ var errTable = []struct {
 	{names.ErrInvalid, http.StatusBadRequest, "invalid_argument"},
 	{core.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{core.ErrClosed, http.StatusServiceUnavailable, "shutting_down"},
+	// The metadata store (etcd in a cluster) out of reach, or a change
+	// larger than it applies at once.
+	{catalog.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{catalog.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{catalog.ErrClosed, http.StatusServiceUnavailable, "shutting_down"},
 	{os.ErrDeadlineExceeded, http.StatusRequestTimeout, "timeout"},
 	{context.Canceled, statusClientClosed, "canceled"},
 }
@@ -180,7 +186,7 @@ func scrubPaths(msg string, err error, dataDir string) string {
 func cleanMessage(msg string) string {
 	for _, e := range errTable {
 		full := e.target.Error()
-		for _, p := range []string{"core: ", "acl: "} {
+		for _, p := range []string{"core: ", "acl: ", "catalog: "} {
 			if short, ok := strings.CutPrefix(full, p); ok {
 				msg = strings.ReplaceAll(msg, full, short)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/core/catalog"
 )
 
 func TestMapError(t *testing.T) {
@@ -37,6 +38,9 @@ func TestMapError(t *testing.T) {
 		"writer taken":    {core.ErrWriterOwned, 409, "writer_conflict", "writer id in use by another principal"},
 		"unavailable":     {core.ErrUnavailable, 503, "unavailable", ""},
 		"closed":          {core.ErrClosed, 503, "shutting_down", ""},
+		"etcd down":       {fmt.Errorf("catalog commit: %w", catalog.ErrUnavailable), 503, "unavailable", "catalog commit: metadata store unavailable"},
+		"txn too large":   {catalog.ErrTooLarge, 413, "too_large", ""},
+		"catalog closed":  {catalog.ErrClosed, 503, "shutting_down", ""},
 		"unauthenticated": {fmt.Errorf("%w: unknown token", acl.ErrUnauthenticated), 401, "unauthenticated", "not authenticated: unknown token"},
 		"denied":          {fmt.Errorf("%w: principal %q may not read", acl.ErrDenied, "p"), 403, "forbidden", `access denied: principal "p" may not read`},
 		// acl wraps both into anonymous denials: they must ask for credentials.
