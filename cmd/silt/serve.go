@@ -23,6 +23,7 @@ import (
 	"github.com/silt-io/silt/gateways/nfs"
 	"github.com/silt-io/silt/gateways/s3"
 	"github.com/silt-io/silt/gateways/webhdfs"
+	"github.com/silt-io/silt/groups"
 	"github.com/silt-io/silt/internal/datadir"
 	"github.com/silt-io/silt/internal/httpmetrics"
 	"github.com/silt-io/silt/internal/logging"
@@ -43,6 +44,9 @@ type serveConfig struct {
 	TLS  tlsconf.Config `koanf:"tls"`
 	Log  logging.Config `koanf:"log"`
 	Run  runtimeConfig  `koanf:"runtime"`
+
+	// Groups are the reader groups (groups/).
+	Groups groups.Config `koanf:"groups"`
 }
 
 type runtimeConfig struct {
@@ -79,6 +83,8 @@ func defaultServeConfig() serveConfig {
 		TLS:  tlsconf.DefaultConfig(),
 		Log:  logging.DefaultConfig(),
 		Run:  runtimeConfig{GCPercent: 50},
+
+		Groups: groups.DefaultConfig(),
 	}
 }
 
@@ -89,7 +95,7 @@ func (c serveConfig) Validate() error {
 	if c.Run.GCPercent < 0 {
 		return fmt.Errorf("runtime.gc_percent must not be negative (0 leaves the GC to GOGC)")
 	}
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate())
 }
 
 // serve runs the server until ctx is cancelled, on what start took.
@@ -154,6 +160,11 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 		return err
 	}
 	srv.UseTiering(tierer)
+	gc, err := groups.New(cfg.Groups, store.Catalog(), srv.GroupSource(), reg)
+	if err != nil {
+		return err
+	}
+	srv.UseGroups(gc)
 	tlsCfg, err := serverTLS(cfg.TLS)
 	if err != nil {
 		return err
