@@ -332,6 +332,7 @@ func (c *Coordinator) Reset(ctx context.Context, tenant, name string, start Star
 	g := cloneGroup(st.g)
 	g.Members = []Member{}
 	g.Generation++
+	g.Resets++
 	set := map[string][]byte{recordKey(tenant, name): encodeGroup(g)}
 	for r, p := range pos {
 		set[positionKey(tenant, name, r)] = encodePosition(p)

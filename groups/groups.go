@@ -155,6 +155,9 @@ type Group struct {
 	// commits and heartbeats from an older one are refused.
 	Generation uint64   `json:"generation"`
 	Members    []Member `json:"members"`
+	// Resets counts the resets: a reader that sees it change drops the
+	// positions it kept locally and reads from the group's.
+	Resets uint64 `json:"resets,omitempty"`
 	// Incarnations are the streams' incarnations at creation: a stream
 	// deleted and created again under its name is not the group's stream.
 	Incarnations map[string]int64 `json:"incarnations"`

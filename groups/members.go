@@ -15,6 +15,9 @@ type Assignment struct {
 	Group      string `json:"group"`
 	Member     string `json:"member"`
 	Generation uint64 `json:"generation"`
+	// Resets changes when an admin resets the group's positions; a reader
+	// then reads from the positions given here, not from where it was.
+	Resets uint64 `json:"resets"`
 	// SessionTimeout is how long the reader may go without a heartbeat;
 	// readers heartbeat well within it (a third is usual).
 	SessionTimeout time.Duration `json:"session_timeout"`
@@ -22,7 +25,7 @@ type Assignment struct {
 }
 
 func (st *state) assignment(member string) Assignment {
-	a := Assignment{Group: st.g.Name, Member: member, Generation: st.g.Generation,
+	a := Assignment{Group: st.g.Name, Member: member, Generation: st.g.Generation, Resets: st.g.Resets,
 		SessionTimeout: st.g.SessionTimeout, Segments: []Position{}}
 	for _, m := range st.g.Members {
 		if m.ID != member {

@@ -314,12 +314,13 @@ type assignmentJSON struct {
 	Group          string            `json:"group"`
 	Member         string            `json:"member"`
 	Generation     uint64            `json:"generation"`
+	Resets         uint64            `json:"resets"`
 	SessionTimeout string            `json:"session_timeout"`
 	Segments       []groups.Position `json:"segments"`
 }
 
 func toAssignmentJSON(a groups.Assignment) assignmentJSON {
-	return assignmentJSON{Group: a.Group, Member: a.Member, Generation: a.Generation,
+	return assignmentJSON{Group: a.Group, Member: a.Member, Generation: a.Generation, Resets: a.Resets,
 		SessionTimeout: a.SessionTimeout.String(), Segments: nonNil(a.Segments)}
 }
 
