@@ -264,6 +264,20 @@ func (r *GroupReader) Commit(ctx context.Context) error {
 			pos = append(pos, Position{Stream: p.Stream, Segment: p.Segment, Offset: p.Offset})
 		}
 	}
+	return r.commit(ctx, pos)
+}
+
+// CommitPositions commits the given positions (the next offsets to read)
+// of the reader's segments instead of everything Next returned: for a
+// reader that has handled only part of a batch. Errors as for Commit.
+func (r *GroupReader) CommitPositions(ctx context.Context, pos []Position) error {
+	if err := r.sync(ctx); err != nil {
+		return err
+	}
+	return r.commit(ctx, pos)
+}
+
+func (r *GroupReader) commit(ctx context.Context, pos []Position) error {
 	if len(pos) == 0 {
 		return nil
 	}
@@ -284,7 +298,12 @@ func (r *GroupReader) Commit(ctx context.Context) error {
 		return err
 	}
 	for _, p := range pos {
-		delete(r.dirty, GroupSegment{p.Stream, p.Segment})
+		k := GroupSegment{p.Stream, p.Segment}
+		for _, s := range r.segs {
+			if s.Stream == p.Stream && s.Segment == p.Segment && s.Offset == p.Offset {
+				delete(r.dirty, k) // committed up to where it was read
+			}
+		}
 	}
 	return nil
 }
