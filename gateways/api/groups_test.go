@@ -163,6 +163,16 @@ func TestGroupErrors(t *testing.T) {
 	}
 	// The group over the deleted stream can still be deleted.
 	e.must(http.StatusNoContent, req{method: "DELETE", path: groupPath("acme", "orphan")})
+
+	// A tenant goes only once its groups have gone.
+	e.must(http.StatusNoContent, req{method: "DELETE", path: "/v1/tenants/acme/streams/orders"})
+	var eb errorBody
+	e.must(http.StatusConflict, req{method: "DELETE", path: "/v1/tenants/acme"}).json(t, &eb)
+	if !strings.Contains(eb.Error.Message, "reader group") {
+		t.Fatalf("tenant delete with a group left: %q", eb.Error.Message)
+	}
+	e.must(http.StatusNoContent, req{method: "DELETE", path: groupPath("acme", "g")})
+	e.must(http.StatusNoContent, req{method: "DELETE", path: "/v1/tenants/acme"})
 }
 
 func TestGroupAccess(t *testing.T) {
