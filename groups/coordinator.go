@@ -50,6 +50,10 @@ type state struct {
 	gone bool // deleted while a request waited for mu
 	// Counted since the node started, for metrics.
 	rebalances, commits uint64
+	// advanced is how far commits moved positions forward: the events
+	// the group has read and committed (re-reads after a move back count
+	// again).
+	advanced uint64
 }
 
 // New opens the coordinator over kv, loading every group it holds. Metrics

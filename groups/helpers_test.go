@@ -29,13 +29,13 @@ func (s storeSource) EventAt(ctx context.Context, tenant, stream, segment string
 }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	store *core.Store
 	c     *Coordinator
 	clock time.Time
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	cfg := core.DefaultConfig()
 	cfg.Dir = t.TempDir()

@@ -272,6 +272,9 @@ func (c *Coordinator) Commit(ctx context.Context, tenant, name, member string, g
 		return fmt.Errorf("commit group %s: %w", name, err)
 	}
 	for r, p := range next {
+		if old := st.pos[r].Offset; p.Offset > old {
+			st.advanced += p.Offset - old
+		}
 		st.pos[r] = p
 	}
 	st.seen[member] = c.now()

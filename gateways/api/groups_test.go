@@ -242,6 +242,7 @@ func TestGroupMetrics(t *testing.T) {
 		`silt_group_readers{group="g",tenant="acme"} 1`,
 		`silt_group_rebalances_total{group="g",tenant="acme"} 1`,
 		`silt_group_commits_total{group="g",tenant="acme"} 1`,
+		`silt_group_committed_events_total{group="g",tenant="acme"} 2`,
 		`silt_group_lag_events{group="g",tenant="acme"} 4`,
 		`silt_group_lag_errors{group="g",tenant="acme"} 0`,
 	} {
