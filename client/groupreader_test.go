@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -191,5 +192,71 @@ func TestGroupReaderTakeover(t *testing.T) {
 	}
 	if l.EventsBehind != 0 {
 		t.Errorf("lag after everything was read and committed: %d events", l.EventsBehind)
+	}
+}
+
+// TestGroupReaderLostAnswers: a third of the answers to the reader's
+// requests (joins, heartbeats, reads, commits) are lost after the server
+// acted on them. Every call is safe to repeat, so the client's retries
+// (exponential backoff with jitter, capped) carry the reader through: each
+// event is read once, in order, and everything ends up committed.
+func TestGroupReaderLostAnswers(t *testing.T) {
+	const perSegment = 120
+	s := newServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	if _, err := c.CreateTenant(ctx, "acme", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateStream(ctx, "acme", StreamSpec{Name: "orders", Encoding: "lines", Segments: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for seg := range 2 {
+		evs := make([][]byte, perSegment)
+		for i := range evs {
+			evs[i] = fmt.Appendf(nil, "s%d-%d", seg, i)
+		}
+		if _, err := c.Append(ctx, "acme", "orders", evs, AppendOptions{Segment: fmt.Sprint(seg)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.CreateGroup(ctx, "acme", GroupSpec{Name: "g", Streams: []string{"orders"}}); err != nil {
+		t.Fatal(err)
+	}
+	lossy := newDropAckTransport(http.DefaultTransport, 0.3, func(r *http.Request) bool { return true })
+	flaky := s.client(t, WithHTTPClient(&http.Client{Transport: lossy}), WithRetry(20, time.Millisecond, 20*time.Millisecond))
+	r, err := flaky.NewGroupReader(ctx, "acme", "g", GroupReaderOptions{Member: "r", Max: 7, Wait: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := map[string]uint64{}
+	for read := 0; read < 2*perSegment; {
+		evs, err := r.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Offset != next[ev.Segment] {
+				t.Fatalf("segment %s: read offset %d, want %d", ev.Segment, ev.Offset, next[ev.Segment])
+			}
+			next[ev.Segment]++
+			read++
+		}
+		if err := r.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lossy.dropped.Load() == 0 {
+		t.Fatal("no answer was lost; the test tested nothing")
+	}
+	l, err := c.GroupLag(ctx, "acme", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.EventsBehind != 0 {
+		t.Fatalf("lag after reading and committing everything: %d", l.EventsBehind)
 	}
 }
