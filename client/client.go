@@ -1,7 +1,8 @@
 // Package client is the Go SDK for silt's native HTTP API (docs/api.md):
 // tenants, streams, appends, reads and follows, principals, tokens and
-// grants, and a batching Producer whose retries are exactly-once. The
-// silt CLI is built on it.
+// grants, a batching Producer whose retries are exactly-once, and a
+// GroupReader that shares a reader group's segments with other readers.
+// The silt CLI is built on it.
 //
 // Requests are retried with exponential backoff and full jitter after
 // network errors and on 502, 503 (honouring Retry-After) and 504 — but a

@@ -182,3 +182,10 @@ func readAPIError(resp *http.Response) *APIError {
 	}
 	return &APIError{Status: resp.StatusCode, Message: msg, RequestID: resp.Header.Get("X-Request-Id")}
 }
+
+// IsRejoin reports whether err fences a group reader: its generation is
+// over or its session expired, and it must join the group again.
+func IsRejoin(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code == "rejoin"
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/gateways/api"
+	"github.com/silt-io/silt/groups"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -70,6 +71,11 @@ func newServer(t *testing.T, opts ...serverOptions) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gc, err := groups.New(groups.DefaultConfig(), store.Catalog(), srv.GroupSource(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.UseGroups(gc)
 	var h http.Handler = srv.Handler()
 	if o.wrap != nil {
 		h = o.wrap(h)

@@ -288,11 +288,17 @@ in one segment, and prints the cursor to resume from on stderr.
 characters or invalid UTF-8 is printed Go-quoted); -o json prints one object
 per event with its segment, offset and base64 data; -o raw prints the stream's
 encoding as it is stored (framed streams: 4-byte big-endian length + bytes),
-which is refused on a terminal for framed streams.`,
+which is refused on a terminal for framed streams.
+
+With --group the argument is the TENANT: silt joins reader group GROUP,
+reads the segments the group assigns to it from the group's committed
+positions up to now, commits after each batch is printed (at-least-once: a
+batch printed and not committed is read again), and leaves the group.`,
 		Example: `  silt read acme/clicks
   silt read acme/clicks --segment 2 --from 100 --max 10
   silt read acme/clicks --cursor MDo2LDE6MTA -o json
-  silt read acme/blobs -o raw > blobs.framed`,
+  silt read acme/blobs -o raw > blobs.framed
+  silt read acme --group billing --member billing-1`,
 		Args:        args(1, 1),
 		Annotations: map[string]string{annotRaw: "true"},
 	}
@@ -316,6 +322,7 @@ beginning, or from a cursor, until interrupted. -o works as for silt read.`
 		from               *uint64
 		max                *int
 		fromEnd, fromStart *bool
+		readGroup, member  *string
 	)
 	if follow {
 		fromStart = fl.Bool("from-beginning", false, "print the whole stream first, then follow")
@@ -324,6 +331,8 @@ beginning, or from a cursor, until interrupted. -o works as for silt read.`
 		from = fl.Uint64("from", 0, "`OFFSET` in --segment to start at")
 		max = fl.Int("max", 0, "stop after this many events (default: everything up to now)")
 		fromEnd = fl.Bool("from-end", false, "start at the current end: print no events, only the cursor to resume from later")
+		readGroup = fl.String("group", "", "read as a reader of reader group `GROUP` (silt read TENANT --group GROUP): the segments the group assigns to this reader, from the group's committed positions, committing as events are printed")
+		member = fl.String("member", "", "reader session `ID` for --group (default: a new one each run)")
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if cmd.Flags().Changed("format") {
@@ -337,6 +346,12 @@ beginning, or from a cursor, until interrupted. -o works as for silt read.`
 				return usageError{fmt.Errorf("--format %q: want text, json or raw", *format)}
 			}
 			fmt.Fprintf(a.stderr, "silt: --format is deprecated, use -o %s\n", *format)
+		}
+		if !follow && *readGroup != "" {
+			return a.runGroupRead(cmd, args[0], *readGroup, *member, *max)
+		}
+		if !follow && *member != "" {
+			return usageError{errors.New("--member is for --group")}
 		}
 		tenant, stream, err := splitStream(args[0])
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/silt-io/silt/gateways/nfs"
 	"github.com/silt-io/silt/gateways/s3"
 	"github.com/silt-io/silt/gateways/webhdfs"
+	"github.com/silt-io/silt/groups"
 	"github.com/silt-io/silt/internal/datadir"
 	"github.com/silt-io/silt/internal/httpmetrics"
 	"github.com/silt-io/silt/internal/logging"
@@ -44,6 +45,10 @@ type serveConfig struct {
 	TLS  tlsconf.Config `koanf:"tls"`
 	Log  logging.Config `koanf:"log"`
 	Run  runtimeConfig  `koanf:"runtime"`
+
+	// Groups are the reader groups (groups/).
+	Groups groups.Config `koanf:"groups"`
+
 	// Cluster is last: a single node never needs it.
 	Cluster cluster.Config `koanf:"cluster"`
 }
@@ -83,6 +88,7 @@ func defaultServeConfig() serveConfig {
 		Log:  logging.DefaultConfig(),
 		Run:  runtimeConfig{GCPercent: 50},
 
+		Groups:  groups.DefaultConfig(),
 		Cluster: cluster.DefaultConfig(),
 	}
 }
@@ -94,7 +100,7 @@ func (c serveConfig) Validate() error {
 	if c.Run.GCPercent < 0 {
 		return fmt.Errorf("runtime.gc_percent must not be negative (0 leaves the GC to GOGC)")
 	}
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
 }
 
 // serve runs the server until ctx is cancelled, on what start took.
@@ -167,6 +173,11 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 		return err
 	}
 	srv.UseTiering(tierer)
+	gc, err := groups.New(cfg.Groups, store.Catalog(), srv.GroupSource(), reg)
+	if err != nil {
+		return err
+	}
+	srv.UseGroups(gc)
 	tlsCfg, err := serverTLS(cfg.TLS)
 	if err != nil {
 		return err

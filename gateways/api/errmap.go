@@ -18,6 +18,7 @@ import (
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/core/catalog"
 	"github.com/silt-io/silt/core/names"
+	"github.com/silt-io/silt/groups"
 )
 
 // httpError is an error the API detects itself (a malformed query, an
@@ -68,6 +69,11 @@ var errTable = []struct {
 	{core.ErrInvalid, http.StatusBadRequest, "invalid_argument"},
 	{acl.ErrInvalid, http.StatusBadRequest, "invalid_argument"},
 	{names.ErrInvalid, http.StatusBadRequest, "invalid_argument"},
+	{groups.ErrNotFound, http.StatusNotFound, "not_found"},
+	{groups.ErrExists, http.StatusConflict, "already_exists"},
+	{groups.ErrInvalid, http.StatusBadRequest, "invalid_argument"},
+	{groups.ErrConflict, http.StatusConflict, "conflict"},
+	{groups.ErrRejoin, http.StatusConflict, "rejoin"},
 	{core.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{core.ErrClosed, http.StatusServiceUnavailable, "shutting_down"},
 	// The metadata store (etcd in a cluster) out of reach, or a change
@@ -186,7 +192,7 @@ func scrubPaths(msg string, err error, dataDir string) string {
 func cleanMessage(msg string) string {
 	for _, e := range errTable {
 		full := e.target.Error()
-		for _, p := range []string{"core: ", "acl: ", "catalog: "} {
+		for _, p := range []string{"core: ", "acl: ", "catalog: ", "groups: "} {
 			if short, ok := strings.CutPrefix(full, p); ok {
 				msg = strings.ReplaceAll(msg, full, short)
 			}

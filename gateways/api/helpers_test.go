@@ -22,6 +22,7 @@ import (
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/core/vfs"
+	"github.com/silt-io/silt/groups"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -152,6 +153,7 @@ func newEnv(t testing.TB, opts ...envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.useGroups()
 	if !o.noServer {
 		e.ts = serveTest(t, e.srv)
 		t.Cleanup(e.ts.Close)
@@ -382,6 +384,18 @@ func (e *env) restart() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.useGroups()
 	e.ts = serveTest(e.t, e.srv)
 	e.t.Cleanup(e.ts.Close)
+}
+
+// useGroups connects reader groups over the env's catalog, as silt serve
+// does.
+func (e *env) useGroups() {
+	e.t.Helper()
+	gc, err := groups.New(groups.DefaultConfig(), e.store.Catalog(), e.srv.GroupSource(), e.reg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.srv.UseGroups(gc)
 }

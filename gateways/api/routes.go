@@ -57,7 +57,10 @@ var nameWildcards = []pathName{
 // but reads no event bodies: those are only read once authorized.
 type op struct {
 	res acl.Resource
-	run func() error
+	// also are further resources the caller must hold the route's action
+	// on: a reader group's routes check every stream the group reads.
+	also []acl.Resource
+	run  func() error
 }
 
 func (s *Server) routeTable() []route {
@@ -80,6 +83,17 @@ func (s *Server) routeTable() []route {
 
 		{pattern: "POST /v1/tenants/{tenant}/streams/{stream}/events", action: acl.Append, prepare: s.appendEvents},
 		{pattern: "GET /v1/tenants/{tenant}/streams/{stream}/events", action: acl.Read, prepare: s.readEvents},
+
+		{pattern: "POST /v1/tenants/{tenant}/groups", action: acl.Admin, prepare: s.createGroup},
+		{pattern: "GET /v1/tenants/{tenant}/groups", action: acl.Read, prepare: s.listGroups},
+		{pattern: "GET /v1/tenants/{tenant}/groups/{group}", action: acl.Admin, prepare: s.describeGroup},
+		{pattern: "DELETE /v1/tenants/{tenant}/groups/{group}", action: acl.Admin, prepare: s.deleteGroup},
+		{pattern: "POST /v1/tenants/{tenant}/groups/{group}/reset", action: acl.Admin, prepare: s.resetGroup},
+		{pattern: "GET /v1/tenants/{tenant}/groups/{group}/lag", action: acl.Read, prepare: s.groupLag},
+		{pattern: "POST /v1/tenants/{tenant}/groups/{group}/members", action: acl.Read, prepare: s.joinGroup},
+		{pattern: "POST /v1/tenants/{tenant}/groups/{group}/members/{member}/heartbeat", action: acl.Read, prepare: s.heartbeatGroup},
+		{pattern: "POST /v1/tenants/{tenant}/groups/{group}/members/{member}/commit", action: acl.Read, prepare: s.commitGroup},
+		{pattern: "DELETE /v1/tenants/{tenant}/groups/{group}/members/{member}", action: acl.Read, prepare: s.leaveGroup},
 
 		{pattern: "POST /v1/principals", action: acl.Admin, prepare: s.createPrincipal},
 		{pattern: "GET /v1/principals", action: acl.Admin, prepare: s.listPrincipals},
@@ -185,9 +199,11 @@ func (s *Server) serveRoute(rt route) http.Handler {
 			return
 		}
 		if rt.action != "" {
-			if err := c.authorize(rt.action, o.res); err != nil {
-				s.fail(c, err)
-				return
+			for _, res := range append([]acl.Resource{o.res}, o.also...) {
+				if err := c.authorize(rt.action, res); err != nil {
+					s.fail(c, err)
+					return
+				}
 			}
 		}
 		if err := o.run(); err != nil {

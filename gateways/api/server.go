@@ -26,6 +26,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/groups"
 	"github.com/silt-io/silt/internal/connlimit"
 	"github.com/silt-io/silt/internal/httpserve"
 )
@@ -157,8 +158,9 @@ type Server struct {
 	drain     context.Context
 	stopDrain context.CancelFunc
 
-	tiering Tiering          // nil: no tier policy (tests, embedded use)
-	dtokens DelegationTokens // nil: no WebHDFS head
+	tiering Tiering             // nil: no tier policy (tests, embedded use)
+	groups  *groups.Coordinator // nil: no reader groups (501)
+	dtokens DelegationTokens    // nil: no WebHDFS head
 }
 
 // New builds a server over store. Metrics are registered on reg; when reg

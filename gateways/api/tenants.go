@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -49,6 +50,14 @@ func (s *Server) getTenant(c *call) (op, error) {
 func (s *Server) deleteTenant(c *call) (op, error) {
 	name := c.r.PathValue("tenant")
 	return op{res: acl.Resource{}, run: func() error {
+		// A group outlives its streams (it can only be deleted then), but
+		// not its tenant: a tenant created again under the name would
+		// find it.
+		if s.groups != nil {
+			if gs := s.groups.List(name); len(gs) > 0 {
+				return fmt.Errorf("%w: tenant %q has %d reader group(s), such as %q; delete them first", core.ErrNotEmpty, name, len(gs), gs[0].Name)
+			}
+		}
 		if err := s.store.DeleteTenant(c.r.Context(), name); err != nil {
 			return err
 		}
