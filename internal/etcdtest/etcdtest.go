@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -226,6 +227,22 @@ func (s *Server) Stop() {
 		s.logf.Close()
 		s.logf = nil
 	}
+}
+
+// Pause stops the server with SIGSTOP: unlike Stop it keeps its
+// connections open and hangs, as a member stuck on a slow disk or a
+// partitioned one does. Resume continues it (Stop kills a
+// paused server as well).
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a server stopped by Pause.
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig os.Signal) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("etcdtest: server not running")
+	}
+	return s.cmd.Process.Signal(sig)
 }
 
 // Restart starts a stopped server again on the same ports and data.
