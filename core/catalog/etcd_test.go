@@ -1,8 +1,8 @@
 package catalog
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
