@@ -401,6 +401,13 @@ func (w *walState) syncFiles(paths []string) error {
 	return nil
 }
 
+// untiered adds a segment to the untiered set that checkpoints record.
+func (w *walState) untiered(ref SegmentRef) {
+	w.mu.Lock()
+	w.mu.untiered[ref] = struct{}{}
+	w.mu.Unlock()
+}
+
 // tiered is told by TruncateBefore that tiering holds a segment's events
 // below offset, next being the segment's end. Once it holds them all, the
 // segment leaves the untiered set and its files are synced now, so that

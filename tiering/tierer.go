@@ -247,11 +247,15 @@ func (t *Tierer) recover(ctx context.Context) error {
 	// removed, and retention is due at once for streams that have it
 	// (an idle stream's chunks expire without any commit to wake it).
 	live := map[string]int64{}
-	for _, st := range t.store.Streams() {
+	err := t.store.EachStream(func(st core.Stream) error {
 		live[st.Tenant+"/"+st.Name] = st.Incarnation()
 		if r := st.Config.Retention; r.MaxAge > 0 || r.MaxBytes > 0 {
 			t.due[streamID{st.Tenant, st.Name, st.Incarnation()}] = time.Time{}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	recs, err := streamRecords(t.cat)
 	if err != nil {
