@@ -197,12 +197,12 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	t.m = m
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
-	if err := t.recover(ctx); err != nil {
-		cancel()
-		t.md5.Close()
-		return nil, err
-	}
 	if o.manual {
+		if err := t.recover(ctx); err != nil {
+			cancel()
+			t.md5.Close()
+			return nil, err
+		}
 		close(t.done)
 		return t, nil
 	}
@@ -225,6 +225,21 @@ func (t *Tierer) run(ctx context.Context) {
 	defer close(t.done)
 	tick := time.NewTicker(t.cfg.Interval)
 	defer tick.Stop()
+	// recover reads every stream record: it runs here rather than in New,
+	// so that a start does not wait for it, and before the first pass,
+	// which must not upload beside uploads it has yet to clean up.
+	for {
+		err := t.recover(ctx)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		t.log.Warn("cannot finish what the previous run left (retried; nothing is tiered meanwhile)", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 	for {
 		// A pass that stopped at its per-segment bounds with work left
 		// (a backlog) is followed by the next at once, not a tick later.

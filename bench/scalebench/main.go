@@ -46,8 +46,9 @@ func main() {
 	serial := flag.Int("serial", 100, "idle: streams created one at a time after each window, for the cost of one create")
 	workers := flag.Int("workers", 16, "idle: concurrent requests while creating and appending")
 	settle := flag.Duration("settle", 3*time.Second, "idle: wait after a restart before descriptors and RSS are read")
+	keep := flag.Bool("keep", false, "keep the data directory at the end (to look into what a start reads), instead of removing it")
 	flag.Parse()
-	err := run(*bin, *dir, *cases, strings.Fields(*serverFlags), *nofile, func(ctx context.Context, srv *server, c string) error {
+	err := run(*bin, *dir, *cases, strings.Fields(*serverFlags), *nofile, *keep, func(ctx context.Context, srv *server, c string) error {
 		if c == "active" {
 			return activeRuns(ctx, srv, *producers, *active, *rounds, *dur)
 		}
@@ -60,9 +61,9 @@ func main() {
 }
 
 // run runs each case asked for against its own server child and data
-// directory under dir, which it removes afterwards, failed or not: a
-// grown data directory holds gigabytes.
-func run(bin, dir, cases string, extra []string, nofile int, runCase func(context.Context, *server, string) error) error {
+// directory under dir, which it removes afterwards unless keep is set,
+// failed or not: a grown data directory holds gigabytes.
+func run(bin, dir, cases string, extra []string, nofile int, keep bool, runCase func(context.Context, *server, string) error) error {
 	want := map[string]bool{}
 	for _, c := range strings.Split(cases, ",") {
 		switch c = strings.TrimSpace(c); c {
@@ -78,7 +79,9 @@ func run(bin, dir, cases string, extra []string, nofile int, runCase func(contex
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if !keep {
+		defer os.RemoveAll(dir)
+	}
 	// An interrupted run stops its server child rather than leaving it
 	// running on the data directory.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
