@@ -19,6 +19,9 @@ type KV interface {
 	Get(key []byte) ([]byte, bool, error)
 	Scan(prefix, start []byte, fn func(key, value []byte) error) error
 	Commit(set map[string][]byte, del []string) error
+	// DeleteKeys removes keys in order, in as many atomic commits as the
+	// store needs (catalog.Catalog.DeleteKeys).
+	DeleteKeys(keys []string) error
 }
 
 // Key layout. Every record is one JSON value under its own key, so that a
@@ -135,7 +138,7 @@ func Open(kv KV, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	if len(orphans) > 0 {
-		if err := kv.Commit(nil, orphans); err != nil {
+		if err := kv.DeleteKeys(orphans); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("acl: open: delete %d records of deleted principals: %w", len(orphans), err)
 		}
@@ -318,8 +321,11 @@ func (s *Store) ListPrincipals() ([]PrincipalInfo, error) {
 	return out, nil
 }
 
-// DeletePrincipal deletes a principal together with its tokens and grants,
-// in one commit, so that no credential or grant outlives it.
+// DeletePrincipal deletes a principal together with its tokens, S3 keys
+// and grants: in one commit when the catalog takes them at once (always on
+// pebble), otherwise credentials first and the principal's record last, so
+// that no credential or grant outlives it; after a failure part-way the
+// principal is still there and deleting it again finishes.
 func (s *Store) DeletePrincipal(name string) error {
 	if err := checkPrincipalName(name); err != nil {
 		return err
@@ -329,7 +335,7 @@ func (s *Store) DeletePrincipal(name string) error {
 	if _, ok := s.lookupPrincipal(name); !ok {
 		return errNoPrincipal(name)
 	}
-	del := []string{prefixPrincipal + name}
+	var del []string
 	var hashes [][32]byte
 	s.mu.RLock()
 	for h, e := range s.mu.tokens {
@@ -358,7 +364,8 @@ func (s *Store) DeletePrincipal(name string) error {
 	if err != nil {
 		return fmt.Errorf("acl: delete principal %q: %w", name, err)
 	}
-	if err := s.kv.Commit(nil, del); err != nil {
+	del = append(del, prefixPrincipal+name)
+	if err := s.kv.DeleteKeys(del); err != nil {
 		return fmt.Errorf("acl: delete principal %q: %w", name, err)
 	}
 	if !s.shared {

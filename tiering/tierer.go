@@ -303,7 +303,7 @@ func (t *Tierer) recover(ctx context.Context) error {
 	}
 	if len(intents) > 0 {
 		t.log.Info("removed interrupted tier-2 uploads", zap.Int("count", len(intents)))
-		if err := t.cat.Commit(nil, intents); err != nil {
+		if err := t.cat.DeleteKeys(intents); err != nil {
 			return err
 		}
 	}
@@ -343,9 +343,10 @@ func (t *Tierer) removeStream(ctx context.Context, r StreamRecord) error {
 	for _, seg := range r.Segments {
 		del = append(del, segmentKey(r.Tenant, r.Stream, seg), intentKey(r.Tenant, r.Stream, seg))
 	}
-	del = append(del, streamKey(r.Tenant, r.Stream), manifestKey(r.Tenant, r.Stream))
+	del = append(del, manifestKey(r.Tenant, r.Stream), streamKey(r.Tenant, r.Stream))
 	t.log.Info("removed tier-2 data of a deleted stream", zap.String("stream", r.Tenant+"/"+r.Stream), zap.Int("objects", len(keys)))
-	return t.cat.Commit(nil, del)
+	// The stream's record goes last: until then the next start retries.
+	return t.cat.DeleteKeys(del)
 }
 
 // track returns the state of a stream, loading or creating its catalog

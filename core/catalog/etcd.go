@@ -132,6 +132,12 @@ type etcdBackend struct {
 
 func (b *etcdBackend) shared() bool { return true }
 
+// txnLimits leaves room for the prefix etcd keys carry, which commit
+// counts against MaxTxnBytes.
+func (b *etcdBackend) txnLimits() (int, int) {
+	return b.opts.MaxTxnOps, max(b.opts.MaxTxnBytes-b.opts.MaxTxnOps*len(b.opts.Prefix), b.opts.MaxTxnBytes/2)
+}
+
 func (b *etcdBackend) close() error {
 	b.cancel()
 	<-b.done
