@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -218,6 +219,7 @@ func (s *Server) Stop() {
 	select {
 	case <-s.exited:
 	default:
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
@@ -226,6 +228,24 @@ func (s *Server) Stop() {
 		s.logf.Close()
 		s.logf = nil
 	}
+}
+
+// Pause stops the server with SIGSTOP: it holds its connections and
+// answers nothing, as a hung or partitioned etcd does (a killed one
+// refuses connections at once). Resume undoes it; Stop resumes first.
+func (s *Server) Pause() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("etcdtest: pause of a stopped server")
+	}
+	return s.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("etcdtest: resume of a stopped server")
+	}
+	return s.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // Restart starts a stopped server again on the same ports and data.
