@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/core/catalog"
+	"github.com/silt-io/silt/core/vfs"
 )
 
 // SingleNodeBackup is where Init moves a single node's pebble catalog
@@ -104,7 +105,7 @@ func Init(cfg Config, dataDir string, log *zap.Logger, opts InitOptions) (InitRe
 	backup := filepath.Join(dataDir, SingleNodeBackup)
 	if etcdID != "" && inDir && dirID.ClusterID == etcdID {
 		// A crash after the cluster was made, before the catalog moved.
-		if err := os.Rename(pebbleDir, backup); err != nil {
+		if err := moveAside(pebbleDir, backup); err != nil {
 			return InitResult{}, fmt.Errorf("move the single node's catalog aside: %w", err)
 		}
 		fmt.Fprintf(progress, "cluster %s was made by an earlier init of this directory; moved the single node's catalog to %s\n", etcdID, backup)
@@ -190,8 +191,8 @@ func Init(cfg Config, dataDir string, log *zap.Logger, opts InitOptions) (InitRe
 	if !resp.Succeeded {
 		return InitResult{}, fmt.Errorf("%w: prefix %s changed while init copied (another init or node); run init again", ErrRefused, cfg.Etcd.Prefix)
 	}
-	if err := os.Rename(pebbleDir, backup); err != nil {
-		return InitResult{}, fmt.Errorf("move the single node's catalog aside (the cluster is made; move %s away by hand): %w", pebbleDir, err)
+	if err := moveAside(pebbleDir, backup); err != nil {
+		return InitResult{}, fmt.Errorf("move the single node's catalog aside (the cluster is made; run init again to finish): %w", err)
 	}
 	fmt.Fprintf(progress, "created cluster %s on prefix %s; this data directory is its node %s; the single node's catalog is kept in %s\n",
 		clusterID, cfg.Etcd.Prefix, nodeID, backup)
@@ -272,4 +273,13 @@ func (n *Node) get(ctx context.Context, k string) (string, error) {
 		return "", err
 	}
 	return string(resp.Kvs[0].Value), nil
+}
+
+// moveAside renames the pebble catalog durably: a node that finds it back
+// after a crash would refuse to start.
+func moveAside(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return err
+	}
+	return vfs.OS{}.SyncDir(filepath.Dir(from))
 }

@@ -193,7 +193,7 @@ func (n *Node) start() error {
 			ErrRefused, n.dataDir, dirID.ClusterID, dirID.Prefix, e.Prefix, etcdID)
 	case !inDir:
 		if _, err := os.Stat(filepath.Join(n.dataDir, "catalog")); err == nil {
-			return fmt.Errorf("%w: data directory %s holds a single node's catalog; a cluster node starts on a data directory of its own (moving a single node into a cluster is not supported yet)",
+			return fmt.Errorf("%w: data directory %s holds a single node's catalog: make it the first node of a new cluster with silt cluster init (docs/cluster.md), or start a node on a data directory of its own",
 				ErrRefused, n.dataDir)
 		}
 	}

@@ -65,6 +65,7 @@ func TestStartRefusals(t *testing.T) {
 		// setup prepares the data dir and etcd and returns the config
 		// the refused node starts with.
 		setup func(t *testing.T, dir string) Config
+		opts  []Option
 		want  string
 	}{
 		"another node serves the prefix": {
@@ -102,6 +103,32 @@ func TestStartRefusals(t *testing.T) {
 			},
 			want: "holds a single node's catalog",
 		},
+		"another secrets key": {
+			setup: func(t *testing.T, dir string) Config {
+				cfg := testConfig(srv, "/keys/")
+				n, err := Start(cfg, t.TempDir(), nil, WithSecretsKeyID("1111111111111111"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n.Close()
+				return cfg
+			},
+			opts: []Option{WithSecretsKeyID("2222222222222222")},
+			want: "seals S3 secrets with secrets key 1111111111111111, but this node's key (auth.secrets_key_file) is 2222222222222222",
+		},
+		"no secrets key in a cluster that has one": {
+			setup: func(t *testing.T, dir string) Config {
+				cfg := testConfig(srv, "/nokey/")
+				n, err := Start(cfg, t.TempDir(), nil, WithSecretsKeyID("1111111111111111"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n.Close()
+				return cfg
+			},
+			opts: []Option{WithSecretsKeyID("")},
+			want: "this node has no secrets key file: copy the cluster's key file",
+		},
 		"damaged identity": {
 			setup: func(t *testing.T, dir string) Config {
 				if err := os.WriteFile(filepath.Join(dir, IdentityFile), []byte("{"), 0o600); err != nil {
@@ -116,7 +143,7 @@ func TestStartRefusals(t *testing.T) {
 			dir := t.TempDir()
 			cfg := tc.setup(t, dir)
 			before := state(t, srv, cfg.Etcd.Prefix, dir)
-			n, err := Start(cfg, dir, nil)
+			n, err := Start(cfg, dir, nil, tc.opts...)
 			if err == nil {
 				n.Close()
 				t.Fatal("start not refused")
@@ -153,6 +180,9 @@ func TestIdentityAndLockLifecycle(t *testing.T) {
 	// The lock is released at Close: the same data dir starts again and
 	// finds the same cluster; so does a new node's.
 	b := mustStart(t, cfg, dir)
+	if b.NodeID() != a.NodeID() {
+		t.Errorf("node id after restart %s, want %s", b.NodeID(), a.NodeID())
+	}
 	if b.ClusterID() != id {
 		t.Errorf("cluster id after restart %s, want %s", b.ClusterID(), id)
 	}
