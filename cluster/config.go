@@ -1,15 +1,20 @@
 // Package cluster is what makes a silt node part of a cluster on etcd:
 // the cluster section of the configuration, the connection to etcd, the
 // cluster's identity (kept under the key prefix and in the data
-// directory) and, until segments have owners, the lock that lets one node
-// at a time serve a prefix.
+// directory), membership (each node registered under a lease, and the
+// probe /readyz follows), the move of a single node's catalog into etcd
+// (Init) and, until segments have owners, the lock that lets one node at
+// a time serve a prefix.
 //
 // Keys under cluster.etcd.prefix (see docs/cluster.md):
 //
-//	<prefix>cluster/id        the cluster's id, created by its first node
-//	<prefix>cluster/serving/  the serving lock (concurrency.Mutex)
-//	<prefix>cluster/node      who holds it, under the holder's lease
-//	<prefix>catalog/          the catalog (core/catalog on etcd)
+//	<prefix>cluster/id              the cluster's id, created by its first node
+//	<prefix>cluster/secrets_key_id  the id of the key S3 secrets are sealed with
+//	<prefix>cluster/serving/        the serving lock (concurrency.Mutex)
+//	<prefix>cluster/node            who holds it, under the holder's lease
+//	<prefix>cluster/members/<id>    a live node, under its membership lease
+//	<prefix>cluster/init            while Init copies: the directory it moves
+//	<prefix>catalog/                the catalog (core/catalog on etcd)
 package cluster
 
 import (
