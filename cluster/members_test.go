@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/internal/etcdtest"
@@ -226,4 +227,18 @@ func TestOpName(t *testing.T) {
 			t.Errorf("%s: %s, want %s", in, got, want)
 		}
 	}
+}
+
+// Close ends the membership loop and everything the node started.
+func TestCloseEndsMembership(t *testing.T) {
+	srv := etcdtest.Start(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	n, err := Start(testConfig(srv, "/leak/"), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Register(Member{}); err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
 }

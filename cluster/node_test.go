@@ -233,19 +233,29 @@ func TestConfigValidate(t *testing.T) {
 	for name, tc := range map[string]struct {
 		edit func(*EtcdConfig)
 		want string
+		// cfg edits the rest of the section.
+		cfg func(*Config)
 	}{
-		"default":          {func(*EtcdConfig) {}, ""},
-		"endpoint no url":  {func(e *EtcdConfig) { e.Endpoints = []string{"127.0.0.1:2379"} }, "not an http:// or https:// URL"},
-		"prefix no slash":  {func(e *EtcdConfig) { e.Prefix = "silt" }, "must start and end with /"},
-		"prefix root":      {func(e *EtcdConfig) { e.Prefix = "/" }, "must start and end with /"},
-		"two passwords":    {func(e *EtcdConfig) { e.Username, e.Password, e.PasswordFile = "u", "p", "f" }, "both set"},
-		"password no user": {func(e *EtcdConfig) { e.Password = "p" }, "needs cluster.etcd.username"},
-		"cert no key":      {func(e *EtcdConfig) { e.CertFile = "c" }, "go together"},
-		"zero timeout":     {func(e *EtcdConfig) { e.RequestTimeout = 0 }, "must be positive"},
-		"tiny txn":         {func(e *EtcdConfig) { e.MaxTxnOps = 0 }, "max_txn_ops"},
+		"default":           {func(*EtcdConfig) {}, "", nil},
+		"endpoint no url":   {func(e *EtcdConfig) { e.Endpoints = []string{"127.0.0.1:2379"} }, "not an http:// or https:// URL", nil},
+		"prefix no slash":   {func(e *EtcdConfig) { e.Prefix = "silt" }, "must start and end with /", nil},
+		"prefix root":       {func(e *EtcdConfig) { e.Prefix = "/" }, "must start and end with /", nil},
+		"two passwords":     {func(e *EtcdConfig) { e.Username, e.Password, e.PasswordFile = "u", "p", "f" }, "both set", nil},
+		"password no user":  {func(e *EtcdConfig) { e.Password = "p" }, "needs cluster.etcd.username", nil},
+		"cert no key":       {func(e *EtcdConfig) { e.CertFile = "c" }, "go together", nil},
+		"zero timeout":      {func(e *EtcdConfig) { e.RequestTimeout = 0 }, "must be positive", nil},
+		"tiny txn":          {func(e *EtcdConfig) { e.MaxTxnOps = 0 }, "max_txn_ops", nil},
+		"lease under 1s":    {func(*EtcdConfig) {}, "cluster.lease_ttl: 500ms must be a whole number of seconds", func(c *Config) { c.LeaseTTL = 500 * time.Millisecond }},
+		"lease fraction":    {func(*EtcdConfig) {}, "cluster.lease_ttl: 1.5s", func(c *Config) { c.LeaseTTL = 1500 * time.Millisecond }},
+		"advertise no port": {func(*EtcdConfig) {}, `cluster.advertise.s3: "db5" is not host:port`, func(c *Config) { c.Advertise.S3 = "db5" }},
+		"advertise port 0":  {func(*EtcdConfig) {}, `cluster.advertise.api: "db5:0"`, func(c *Config) { c.Advertise.API = "db5:0" }},
+		"advertise ok":      {func(*EtcdConfig) {}, "", func(c *Config) { c.Advertise.NFS, c.Advertise.WebHDFS = "db5:2049", "[::1]:9870" }},
 	} {
 		c := DefaultConfig()
 		tc.edit(&c.Etcd)
+		if tc.cfg != nil {
+			tc.cfg(&c)
+		}
 		err := c.Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)

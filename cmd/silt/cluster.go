@@ -94,10 +94,10 @@ func joinMembers(node *cluster.Node, cfg serveConfig, st *startup, tls bool, reg
 	adv := cfg.Cluster.Advertise
 	m := cluster.Member{
 		Addrs: cluster.Addrs{
-			API:     advertised(adv.API, st.api),
-			S3:      advertised(adv.S3, st.s3),
-			NFS:     advertised(adv.NFS, st.nfs),
-			WebHDFS: advertised(adv.WebHDFS, st.hdfs),
+			API:     advertised(adv.API, st.api.Addr()),
+			S3:      advertised(adv.S3, st.s3.Addr()),
+			NFS:     advertised(adv.NFS, st.nfs.Addr()),
+			WebHDFS: advertised(adv.WebHDFS, st.hdfs.Addr()),
 		},
 		TLS:     tls,
 		Version: buildVersion().Version,
@@ -109,13 +109,13 @@ func joinMembers(node *cluster.Node, cfg serveConfig, st *startup, tls bool, reg
 	return nil
 }
 
-// advertised is the configured address, else the listener's with a
-// wildcard host replaced by the host name.
-func advertised(configured string, ln net.Listener) string {
+// advertised is the configured address, else the one a head listens on
+// with a wildcard host replaced by the host name.
+func advertised(configured string, listening net.Addr) string {
 	if configured != "" {
 		return configured
 	}
-	addr := ln.Addr().String()
+	addr := listening.String()
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return addr

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -204,6 +205,25 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func TestAdvertised(t *testing.T) {
+	host, _ := os.Hostname()
+	for name, tc := range map[string]struct {
+		configured string
+		listening  net.Addr
+		want       string
+	}{
+		"configured wins": {"db5:7070", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7070}, "db5:7070"},
+		"loopback":        {"", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7070}, "127.0.0.1:7070"},
+		"wildcard v4":     {"", &net.TCPAddr{IP: net.IPv4zero, Port: 9000}, net.JoinHostPort(host, "9000")},
+		"wildcard v6":     {"", &net.TCPAddr{IP: net.IPv6unspecified, Port: 9870}, net.JoinHostPort(host, "9870")},
+		"v6 address":      {"", &net.TCPAddr{IP: net.IPv6loopback, Port: 20490}, "[::1]:20490"},
+	} {
+		if got := advertised(tc.configured, tc.listening); got != tc.want {
+			t.Errorf("%s: advertised %q, want %q", name, got, tc.want)
 		}
 	}
 }
