@@ -90,6 +90,8 @@ func (a *app) clusterInitCmd() *cobra.Command {
 		cmd.RunE = func(*cobra.Command, []string) error { return err }
 		return cmd
 	}
+	// The same keys as silt serve, grouped the same way.
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) { serveHelp(c, c.OutOrStdout()) })
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if _, err := loader.Load(os.Environ()); err != nil {
 			return usageError{err}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/silt-io/silt/internal/etcdtest"
 )
@@ -91,6 +92,15 @@ func TestClusterInitFromSingleNode(t *testing.T) {
 	// Run again: the directory is the cluster's now.
 	if r := runSilt(t, invocation{args: append([]string{"cluster", "init", "--core.dir", "silt-data"}, cluster...), dir: dir}); r.code != 1 || !strings.Contains(r.stderr, "already belongs to a cluster") {
 		t.Fatalf("second init: exit %d %s", r.code, r.stderr)
+	}
+
+	// The S3 key went into etcd sealed, as it was in pebble.
+	resp, err := etcd.Client(t).Get(context.Background(), "/silt/catalog/acl/s3/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("S3 key records in etcd: %v %v", resp, err)
+	}
+	if v := string(resp.Kvs[0].Value); strings.Contains(v, key.Secret) || !strings.Contains(v, `"key_id"`) {
+		t.Fatalf("the S3 key's record in etcd is not sealed: %s", v)
 	}
 
 	node := startServer(t, dir, append([]string{"--s3.listen", s3Addr}, cluster...)...)
