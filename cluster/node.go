@@ -89,8 +89,8 @@ type options struct {
 // WithSecretsKeyID gives the id of the secrets key this node seals S3
 // secrets with (acl.SecretsKeyID), or "" when it has no key file yet.
 // Every node of a cluster must share the key: Start refuses a node whose
-// key is not the one the prefix records, and records this one when the
-// prefix has none yet. Without the option nothing is checked.
+// key is not the one the prefix records (RecordSecretsKeyID records it).
+// Without the option nothing is checked.
 func WithSecretsKeyID(id string) Option {
 	return func(o *options) { o.secretsKeyID, o.haveKeyID = id, true }
 }
@@ -213,10 +213,6 @@ func (n *Node) start() error {
 		}
 		n.log.Info("created cluster", zap.String("cluster_id", etcdID), zap.String("prefix", e.Prefix))
 	}
-	if err := n.recordSecretsKey(ctx); err != nil {
-		n.unlock()
-		return err
-	}
 	n.id = etcdID
 	n.nodeID = dirID.NodeID
 	if !inDir || dirID.NodeID == "" {
@@ -272,19 +268,15 @@ func (n *Node) checkSecretsKey(ctx context.Context) error {
 	}
 }
 
-// recordSecretsKey records this node's secrets key id when the prefix has
-// none yet.
-func (n *Node) recordSecretsKey(ctx context.Context) error {
-	if n.opts.secretsKeyID == "" {
-		return nil
-	}
-	return n.RecordSecretsKeyID(ctx, n.opts.secretsKeyID)
-}
-
 // RecordSecretsKeyID records id as the cluster's secrets key unless one is
 // recorded already; a different one recorded is refused (ErrRefused).
-// silt serve calls it once a first node has created its key.
-func (n *Node) RecordSecretsKeyID(ctx context.Context, id string) error {
+// silt serve calls it once the access-control store opened with the key,
+// which proves that the key opens the S3 secrets already sealed: a node
+// with a wrong key that started first on a cluster made before keys were
+// recorded fails there and records nothing.
+func (n *Node) RecordSecretsKeyID(id string) error {
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Etcd.RequestTimeout)
+	defer cancel()
 	k := n.key("secrets_key_id")
 	resp, err := n.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).

@@ -49,9 +49,9 @@ func state(t *testing.T, srv *etcdtest.Server, prefix, dir string) string {
 	return fmt.Sprint(keys, files)
 }
 
-func mustStart(t *testing.T, cfg Config, dir string) *Node {
+func mustStart(t *testing.T, cfg Config, dir string, opts ...Option) *Node {
 	t.Helper()
-	n, err := Start(cfg, dir, nil)
+	n, err := Start(cfg, dir, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +110,9 @@ func TestStartRefusals(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if err := n.RecordSecretsKeyID("1111111111111111"); err != nil {
+					t.Fatal(err)
+				}
 				n.Close()
 				return cfg
 			},
@@ -121,6 +124,9 @@ func TestStartRefusals(t *testing.T) {
 				cfg := testConfig(srv, "/nokey/")
 				n, err := Start(cfg, t.TempDir(), nil, WithSecretsKeyID("1111111111111111"))
 				if err != nil {
+					t.Fatal(err)
+				}
+				if err := n.RecordSecretsKeyID("1111111111111111"); err != nil {
 					t.Fatal(err)
 				}
 				n.Close()
@@ -440,5 +446,29 @@ func TestStartAuth(t *testing.T) {
 				t.Errorf("error shows the password: %v", err)
 			}
 		})
+	}
+}
+
+// The first key recorded is the cluster's; another is refused, the same
+// one accepted again. Start alone records nothing: only silt serve, once
+// the key opened the catalog's sealed secrets, records it.
+func TestSecretsKeyRecord(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cfg := testConfig(srv, "/record/")
+	n := mustStart(t, cfg, t.TempDir())
+	resp, err := srv.Client(t).Get(context.Background(), "/record/cluster/secrets_key_id")
+	if err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("Start recorded a key: %v %v", resp.Kvs, err)
+	}
+	n.Close()
+	n = mustStart(t, cfg, t.TempDir(), WithSecretsKeyID("aaaaaaaaaaaaaaaa"))
+	if err := n.RecordSecretsKeyID("aaaaaaaaaaaaaaaa"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.RecordSecretsKeyID("aaaaaaaaaaaaaaaa"); err != nil {
+		t.Fatalf("the same key again: %v", err)
+	}
+	if err := n.RecordSecretsKeyID("bbbbbbbbbbbbbbbb"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "every node of a cluster needs the same key file") {
+		t.Fatalf("another key: %v", err)
 	}
 }

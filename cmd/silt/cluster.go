@@ -78,13 +78,14 @@ func joinMembers(node *cluster.Node, cfg serveConfig, st *startup, tls bool, reg
 	if node == nil {
 		return nil
 	}
-	// openACL has created the key if this first node had none.
+	// openACL has opened the catalog's sealed secrets with the key (and
+	// created the key if this first node had none): the cluster's from now.
 	keyID, err := secretsKeyID(cfg)
 	if err != nil {
 		return err
 	}
 	if keyID != "" {
-		if err := node.RecordSecretsKeyID(context.Background(), keyID); err != nil {
+		if err := node.RecordSecretsKeyID(keyID); err != nil {
 			return err
 		}
 	}
