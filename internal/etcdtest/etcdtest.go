@@ -219,6 +219,7 @@ func (s *Server) Stop() {
 	select {
 	case <-s.exited:
 	default:
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
@@ -229,20 +230,22 @@ func (s *Server) Stop() {
 	}
 }
 
-// Pause stops the server with SIGSTOP: unlike Stop it keeps its
-// connections open and hangs, as a member stuck on a slow disk or a
-// partitioned one does. Resume continues it (Stop kills a
-// paused server as well).
-func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
-
-// Resume continues a server stopped by Pause.
-func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
-
-func (s *Server) signal(sig os.Signal) error {
+// Pause stops the server with SIGSTOP: it holds its connections and
+// answers nothing, as a hung or partitioned etcd does (a killed one
+// refuses connections at once). Resume undoes it; Stop resumes first.
+func (s *Server) Pause() error {
 	if s.cmd == nil || s.cmd.Process == nil {
-		return errors.New("etcdtest: server not running")
+		return errors.New("etcdtest: pause of a stopped server")
 	}
-	return s.cmd.Process.Signal(sig)
+	return s.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("etcdtest: resume of a stopped server")
+	}
+	return s.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // Restart starts a stopped server again on the same ports and data.
