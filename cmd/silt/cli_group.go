@@ -301,7 +301,10 @@ func printPositions(w io.Writer, ps []client.Position) {
 // readGroup reads the reader's share of a group up to now, committing
 // after each batch is written out, and leaves the group at the end.
 func (a *app) readGroup(ctx context.Context, cl *client.Client, tenant, group, member string, max int) error {
-	r, err := cl.NewGroupReader(ctx, tenant, group, client.GroupReaderOptions{Member: member, Max: 1000})
+	// A minute of retries carries the reader over a restart of the server
+	// or a network blip; longer, and a script is better told.
+	r, err := cl.NewGroupReader(ctx, tenant, group, client.GroupReaderOptions{Member: member, Max: 1000,
+		RetryTimeout: time.Minute, OnRetry: retryNotice(a.stderr, "silt read", "not answered", 5*time.Second)})
 	if err != nil {
 		return err
 	}
