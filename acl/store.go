@@ -38,7 +38,10 @@ type Grant struct {
 	Principal string `json:"principal"`
 	Action    Action `json:"action"`
 	// Resource is "*", "<tenant>", "<tenant>/<stream>", "<tenant>/<glob>"
-	// (path.Match syntax, e.g. "acme/click*") or "<tenant>/group:<group>".
+	// (path.Match syntax, e.g. "acme/click*") or "<tenant>/set:<set>"
+	// (stored canonical: a grant given as the deprecated
+	// "<tenant>/group:<set>" is stored as "<tenant>/set:<set>"; grants stored
+	// before the rename keep their spelling and still apply).
 	Resource string    `json:"resource"`
 	Created  time.Time `json:"created"`
 }
@@ -397,6 +400,9 @@ func (s *Store) AddGrant(principal string, a Action, resource string) (Grant, er
 	if err != nil {
 		return Grant{}, err
 	}
+	// Store the canonical spelling, so that a grant given with the
+	// deprecated "group:" prefix reads back (and is found again) as "set:".
+	resource = pat.String()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if principal != Anonymous.Name {
@@ -423,7 +429,9 @@ func (s *Store) findGrant(principal string, a Action, resource string) (Grant, b
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, e := range s.mu.byPrincipal[principal] {
-		if e.grant.Action == a && e.grant.Resource == resource {
+		// Compare parsed patterns: a grant stored before the rename as
+		// "t/group:s" is the same grant as "t/set:s".
+		if e.grant.Action == a && e.pat.String() == resource {
 			return e.grant, true
 		}
 	}

@@ -542,9 +542,9 @@ func (s *Store) CreateStream(ctx context.Context, tenant, name string, cfg Strea
 			return Stream{}, invalid(err)
 		}
 	}
-	if cfg.Group != "" {
-		if err := names.Stream(cfg.Group); err != nil {
-			return Stream{}, fmt.Errorf("%w: group follows the stream-name rules: %v", ErrInvalid, err)
+	if cfg.Set != "" {
+		if err := names.Stream(cfg.Set); err != nil {
+			return Stream{}, fmt.Errorf("%w: stream set follows the stream-name rules: %v", ErrInvalid, err)
 		}
 	}
 	ts, err := s.reserve(tenant, name)
