@@ -1,0 +1,166 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/silt-io/silt/core/catalog"
+	"github.com/silt-io/silt/core/wal/objwal"
+	"github.com/silt-io/silt/tiering"
+)
+
+// WALFence is objwal's fence on etcd: under one log's key prefix
+// (<cluster prefix>wal/<node id>/, docs/format/wal.md),
+//
+//	epoch       the current writer's epoch, decimal; Acquire increments it
+//	end         the log's recorded end, decimal
+//	checkpoint  the checkpoint value (inline record or object key)
+//
+// Every write of end or checkpoint is a transaction whose Compare is the
+// writer's epoch: a writer that another took the log over from changes
+// nothing, ever again.
+type WALFence struct {
+	cli    *clientv3.Client
+	prefix string
+}
+
+// NewWALFence returns the fence of the log under prefix (ending in "/").
+func NewWALFence(cli *clientv3.Client, prefix string) *WALFence {
+	return &WALFence{cli: cli, prefix: prefix}
+}
+
+// WALFence returns the fence of node's write-ahead log.
+func (n *Node) WALFence(node string) *WALFence {
+	return NewWALFence(n.cli, n.cfg.Etcd.Prefix+"wal/"+node+"/")
+}
+
+func (f *WALFence) key(k string) string { return f.prefix + k }
+
+// Acquire implements objwal.Fence: read the epoch, then in one
+// transaction that the epoch's revision has not changed meanwhile, write
+// epoch+1 and read the log's records. A concurrent Acquire makes one of
+// the two retry, so two processes never get the same epoch.
+func (f *WALFence) Acquire(ctx context.Context) (objwal.State, error) {
+	ek := f.key("epoch")
+	for {
+		resp, err := f.cli.Get(ctx, ek)
+		if err != nil {
+			return objwal.State{}, fmt.Errorf("%w: read write-ahead log epoch: %w", catalog.ErrUnavailable, err)
+		}
+		var cur uint64
+		rev := int64(0)
+		if len(resp.Kvs) > 0 {
+			if cur, err = strconv.ParseUint(string(resp.Kvs[0].Value), 10, 64); err != nil {
+				return objwal.State{}, fmt.Errorf("write-ahead log epoch %s: %q is not a number", ek, resp.Kvs[0].Value)
+			}
+			rev = resp.Kvs[0].ModRevision
+		}
+		next := cur + 1
+		tr, err := f.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(ek), "=", rev)).
+			Then(clientv3.OpPut(ek, strconv.FormatUint(next, 10)), clientv3.OpGet(f.key("end")), clientv3.OpGet(f.key("checkpoint"))).
+			Commit()
+		if err != nil {
+			return objwal.State{}, fmt.Errorf("%w: take the write-ahead log over: %w", catalog.ErrUnavailable, err)
+		}
+		if !tr.Succeeded {
+			continue // another process took it over meanwhile: go after it
+		}
+		st := objwal.State{Epoch: next}
+		if kvs := tr.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+			if st.End, err = strconv.ParseUint(string(kvs[0].Value), 10, 64); err != nil {
+				return objwal.State{}, fmt.Errorf("write-ahead log end %s: %q is not a number", f.key("end"), kvs[0].Value)
+			}
+		}
+		if kvs := tr.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+			st.Checkpoint = kvs[0].Value
+		}
+		return st, nil
+	}
+}
+
+// fenced puts value under key if epoch is still the current one.
+func (f *WALFence) fenced(ctx context.Context, epoch uint64, key, value, what string) error {
+	ek := f.key("epoch")
+	tr, err := f.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(ek), "=", strconv.FormatUint(epoch, 10))).
+		Then(clientv3.OpPut(f.key(key), value)).
+		Else(clientv3.OpGet(ek)).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("%w: record write-ahead log %s: %w", catalog.ErrUnavailable, what, err)
+	}
+	if !tr.Succeeded {
+		now := "none"
+		if kvs := tr.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			now = string(kvs[0].Value)
+		}
+		return fmt.Errorf("%w (epoch %d, the log's epoch is now %s)", objwal.ErrFenced, epoch, now)
+	}
+	return nil
+}
+
+// Commit implements objwal.Fence.
+func (f *WALFence) Commit(ctx context.Context, epoch, end uint64) error {
+	return f.fenced(ctx, epoch, "end", strconv.FormatUint(end, 10), "end")
+}
+
+// SaveCheckpoint implements objwal.Fence.
+func (f *WALFence) SaveCheckpoint(ctx context.Context, epoch uint64, value []byte) error {
+	return f.fenced(ctx, epoch, "checkpoint", string(value), "checkpoint")
+}
+
+var _ objwal.Fence = (*WALFence)(nil)
+
+// WALObjects is objwal's store on a tier-2 backend (S3, or a directory
+// for tests): a Put is one upload, finished before it returns.
+type WALObjects struct {
+	B tiering.Backend
+}
+
+// Put implements objwal.Store.
+func (s WALObjects) Put(ctx context.Context, key string, bufs [][]byte, n int64) error {
+	w, err := s.B.Create(ctx, key)
+	if err != nil {
+		return err
+	}
+	for _, b := range bufs {
+		if _, err := w.Write(b); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	return w.Finish()
+}
+
+// Get implements objwal.Store.
+func (s WALObjects) Get(ctx context.Context, key string) ([]byte, error) {
+	o, err := s.B.Open(ctx, key)
+	if errors.Is(err, tiering.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", objwal.ErrNotExist, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer o.Close()
+	data := make([]byte, o.Size())
+	if n, err := o.ReadAt(data, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(data)) {
+		return nil, err
+	}
+	return data, nil
+}
+
+// List implements objwal.Store.
+func (s WALObjects) List(ctx context.Context, prefix string) ([]string, error) {
+	return s.B.List(ctx, prefix)
+}
+
+// Delete implements objwal.Store.
+func (s WALObjects) Delete(ctx context.Context, key string) error { return s.B.Delete(ctx, key) }
+
+var _ objwal.Store = WALObjects{}
