@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -24,14 +25,23 @@ import (
 // Every write of end or checkpoint is a transaction whose Compare is the
 // writer's epoch: a writer that another took the log over from changes
 // nothing, ever again.
+//
+// The Compare also holds the record's mod revision as this writer last
+// wrote or read it, so that a request of its own that etcd applies late
+// (one whose answer timed out, applied after a later one) can never
+// overwrite a later value: the end or the checkpoint never goes back.
+// After a failed write the revision is unknown and read again first.
 type WALFence struct {
 	cli    *clientv3.Client
 	prefix string
+
+	mu   sync.Mutex
+	revs map[string]int64 // record key → its mod revision as last seen
 }
 
 // NewWALFence returns the fence of the log under prefix (ending in "/").
 func NewWALFence(cli *clientv3.Client, prefix string) *WALFence {
-	return &WALFence{cli: cli, prefix: prefix}
+	return &WALFence{cli: cli, prefix: prefix, revs: map[string]int64{}}
 }
 
 // WALFence returns the fence of node's write-ahead log.
@@ -72,36 +82,65 @@ func (f *WALFence) Acquire(ctx context.Context) (objwal.State, error) {
 			continue // another process took it over meanwhile: go after it
 		}
 		st := objwal.State{Epoch: next}
+		revs := map[string]int64{"end": 0, "checkpoint": 0}
 		if kvs := tr.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
 			if st.End, err = strconv.ParseUint(string(kvs[0].Value), 10, 64); err != nil {
 				return objwal.State{}, fmt.Errorf("write-ahead log end %s: %q is not a number", f.key("end"), kvs[0].Value)
 			}
+			revs["end"] = kvs[0].ModRevision
 		}
 		if kvs := tr.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
 			st.Checkpoint = kvs[0].Value
+			revs["checkpoint"] = kvs[0].ModRevision
 		}
+		f.mu.Lock()
+		f.revs = revs
+		f.mu.Unlock()
 		return st, nil
 	}
 }
 
-// fenced puts value under key if epoch is still the current one.
+// fenced puts value under key if epoch is still the current one and the
+// record is as this writer last saw it.
 func (f *WALFence) fenced(ctx context.Context, epoch uint64, key, value, what string) error {
-	ek := f.key("epoch")
+	ek, k := f.key("epoch"), f.key(key)
+	f.mu.Lock()
+	rev, known := f.revs[key]
+	f.mu.Unlock()
+	if !known {
+		resp, err := f.cli.Get(ctx, k)
+		if err != nil {
+			return fmt.Errorf("%w: read write-ahead log %s: %w", catalog.ErrUnavailable, what, err)
+		}
+		if len(resp.Kvs) > 0 {
+			rev = resp.Kvs[0].ModRevision
+		}
+	}
 	tr, err := f.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(ek), "=", strconv.FormatUint(epoch, 10))).
-		Then(clientv3.OpPut(f.key(key), value)).
+		If(clientv3.Compare(clientv3.Value(ek), "=", strconv.FormatUint(epoch, 10)),
+			clientv3.Compare(clientv3.ModRevision(k), "=", rev)).
+		Then(clientv3.OpPut(k, value)).
 		Else(clientv3.OpGet(ek)).
 		Commit()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err != nil {
+		// Applied or not, or applied later: read the revision again.
+		delete(f.revs, key)
 		return fmt.Errorf("%w: record write-ahead log %s: %w", catalog.ErrUnavailable, what, err)
 	}
 	if !tr.Succeeded {
+		delete(f.revs, key)
 		now := "none"
 		if kvs := tr.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			now = string(kvs[0].Value)
 		}
+		if now == strconv.FormatUint(epoch, 10) {
+			return fmt.Errorf("record write-ahead log %s: it changed since this writer last wrote it (a late request of its own); read again for the next write", what)
+		}
 		return fmt.Errorf("%w (epoch %d, the log's epoch is now %s)", objwal.ErrFenced, epoch, now)
 	}
+	f.revs[key] = tr.Header.Revision
 	return nil
 }
 

@@ -76,7 +76,8 @@ type Fence interface {
 	Acquire(ctx context.Context) (State, error)
 	// Commit records end as the log's end if epoch is still the current
 	// one; otherwise it changes nothing and returns an error wrapping
-	// ErrFenced.
+	// ErrFenced. A commit whose answer was lost must not be able to take
+	// effect after a later one (etcd: compare the record's revision too).
 	Commit(ctx context.Context, epoch, end uint64) error
 	// SaveCheckpoint records the checkpoint value under the same rule.
 	SaveCheckpoint(ctx context.Context, epoch uint64, value []byte) error

@@ -434,3 +434,61 @@ func TestTruncateFinishesLater(t *testing.T) {
 		t.Fatalf("recovered %v (%v), want %v", got, err, poss[6:])
 	}
 }
+
+// TestEtcdHangs: with etcd stopped (SIGSTOP), an append fails once the
+// fence's transaction times out instead of hanging, and nothing is
+// acknowledged; after etcd continues (and may then apply the transaction
+// it held), the log goes on and a new process reads exactly the
+// acknowledged frames.
+func TestEtcdHangs(t *testing.T) {
+	e := newEnv(t)
+	node := e.newNode()
+	opts := options(e.store, e.fence(node), node)
+	opts.Timeout = time.Second
+	a, err := objwal.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies(t, a)
+	var now atomic.Int64
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	l := wal.Open(wal.Options{Backend: keepOpen{a}, Now: clock}, 0)
+	defer l.Close()
+	if _, err := appendFrame(l, "before"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.etcd.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			e.etcd.Resume()
+		}
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := appendFrame(l, "while etcd hangs")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, objwal.ErrFenced) {
+			t.Fatalf("append while etcd hangs: %v, want a failure that is not a fence", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("timed out waiting for the append to fail while etcd hangs")
+	}
+	if err := e.etcd.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	now.Add(int64(2 * time.Second))
+	if _, err := appendFrame(l, "after"); err != nil {
+		t.Fatalf("append after etcd continued: %v", err)
+	}
+	got, _ := bodies(t, e.open(t, node))
+	if want := []string{"before", "after"}; !slices.Equal(got, want) {
+		t.Fatalf("recovered %q, want %q", got, want)
+	}
+}
