@@ -143,18 +143,19 @@ func run(dir string, body, samples, perProducer, rounds int) error {
 	meanObj := many.meanObject()
 
 	fmt.Printf("walobjbench: %d-byte appends; S3 = moto_server on loopback, etcd %s on loopback (data on %s)\n\n", body, etcdtest.Version, dir)
-	fmt.Println("| case | object bytes | p50 | p99 | bytes/s | ratio p99 to floor p99 | ratio bytes/s to floor |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Println("| case | object bytes | p50 | p99 | bytes/s | p50 ÷ floor p50 | p99 ÷ floor p99 | bytes/s ÷ floor |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
 	row := func(name string, obj float64, r result, f result, vsP99 bool) {
-		p99 := "—"
+		p50, p99 := "—", "—"
 		if vsP99 {
+			p50 = fmt.Sprintf("%.2f×", r.pct(0.5).Seconds()/f.pct(0.5).Seconds())
 			p99 = fmt.Sprintf("%.2f×", r.pct(0.99).Seconds()/f.pct(0.99).Seconds())
 		}
 		bps := "—"
 		if f.name != r.name {
 			bps = fmt.Sprintf("%.2f×", r.bytesPerSec()/f.bytesPerSec())
 		}
-		fmt.Printf("| %s | %.0f | %s | %s | %.2f MB/s | %s | %s |\n", name, obj, ms(r.pct(0.5)), ms(r.pct(0.99)), r.bytesPerSec()/1e6, p99, bps)
+		fmt.Printf("| %s | %.0f | %s | %s | %.2f MB/s | %s | %s | %s |\n", name, obj, ms(r.pct(0.5)), ms(r.pct(0.99)), r.bytesPerSec()/1e6, p50, p99, bps)
 	}
 	fl1.name, r1.name, fl64.name, r64.name = "floor", "one", "floor", "many"
 	row("floor: PUT + etcd txn", float64(objBytes), fl1, fl1, false)
