@@ -48,6 +48,7 @@ func openS3(t testing.TB, endpoint string) *tiering.S3Backend {
 	c := tiering.DefaultConfig().S3
 	c.Endpoint, c.Bucket, c.PathStyle = endpoint, bucket, true
 	c.AccessKeyID, c.SecretAccessKey, c.Region = mototest.AccessKeyID, mototest.SecretAccessKey, mototest.Region
+	c.PartSize = 5 << 20 // S3's smallest: a large round goes multipart
 	s, err := tiering.OpenS3(c)
 	if err != nil {
 		t.Fatal(err)
@@ -491,4 +492,34 @@ func TestEtcdHangs(t *testing.T) {
 	if want := []string{"before", "after"}; !slices.Equal(got, want) {
 		t.Fatalf("recovered %q, want %q", got, want)
 	}
+}
+
+// TestLargeRound: a round larger than the S3 client's part size is put as
+// a multipart upload and read back whole, between small ones.
+func TestLargeRound(t *testing.T) {
+	e := newEnv(t)
+	node := e.newNode()
+	a := e.open(t, node)
+	bodies(t, a)
+	l := wal.Open(wal.Options{Backend: keepOpen{a}}, 0)
+	defer l.Close()
+	big := strings.Repeat("0123456789abcdef", (6<<20)/16) // 6 MiB
+	want := []string{"small", big, "small again"}
+	for _, b := range want {
+		if _, err := appendFrame(l, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := bodies(t, e.open(t, node))
+	if len(got) != 3 || got[0] != want[0] || got[1] != big || got[2] != want[2] {
+		t.Fatalf("recovered %d frames (sizes %v), want the 3 written", len(got), lens(got))
+	}
+}
+
+func lens(ss []string) []int {
+	var n []int
+	for _, s := range ss {
+		n = append(n, len(s))
+	}
+	return n
 }
