@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,7 +21,8 @@ import (
 // WALFence is objwal's fence on etcd: under one log's key prefix
 // (<cluster prefix>wal/<node id>/, docs/format/wal.md),
 //
-//	epoch       the current writer's epoch, decimal; Acquire increments it
+//	epoch       "<epoch> <token>": the current writer's epoch, decimal, and
+//	            its random token; Acquire increments the epoch
 //	end         the log's recorded end, decimal
 //	checkpoint  the checkpoint value (inline record or object key)
 //
@@ -35,13 +39,22 @@ type WALFence struct {
 	cli    *clientv3.Client
 	prefix string
 
+	// token is this fence's own, random: the epoch key holds
+	// "<epoch> <token>", so that two writers never hold the same value,
+	// even when an answer was lost.
+	token string
+
 	mu   sync.Mutex
 	revs map[string]int64 // record key → its mod revision as last seen
 }
 
+func (f *WALFence) value(epoch uint64) string { return strconv.FormatUint(epoch, 10) + " " + f.token }
+
 // NewWALFence returns the fence of the log under prefix (ending in "/").
 func NewWALFence(cli *clientv3.Client, prefix string) *WALFence {
-	return &WALFence{cli: cli, prefix: prefix, revs: map[string]int64{}}
+	var raw [8]byte
+	rand.Read(raw[:])
+	return &WALFence{cli: cli, prefix: prefix, token: hex.EncodeToString(raw[:]), revs: map[string]int64{}}
 }
 
 // WALFence returns the fence of node's write-ahead log.
@@ -65,15 +78,16 @@ func (f *WALFence) Acquire(ctx context.Context) (objwal.State, error) {
 		var cur uint64
 		rev := int64(0)
 		if len(resp.Kvs) > 0 {
-			if cur, err = strconv.ParseUint(string(resp.Kvs[0].Value), 10, 64); err != nil {
-				return objwal.State{}, fmt.Errorf("write-ahead log epoch %s: %q is not a number", ek, resp.Kvs[0].Value)
+			num, _, _ := strings.Cut(string(resp.Kvs[0].Value), " ")
+			if cur, err = strconv.ParseUint(num, 10, 64); err != nil {
+				return objwal.State{}, fmt.Errorf("write-ahead log epoch %s: %q does not start with a number", ek, resp.Kvs[0].Value)
 			}
 			rev = resp.Kvs[0].ModRevision
 		}
 		next := cur + 1
 		tr, err := f.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(ek), "=", rev)).
-			Then(clientv3.OpPut(ek, strconv.FormatUint(next, 10)), clientv3.OpGet(f.key("end")), clientv3.OpGet(f.key("checkpoint"))).
+			Then(clientv3.OpPut(ek, f.value(next)), clientv3.OpGet(f.key("end")), clientv3.OpGet(f.key("checkpoint"))).
 			Commit()
 		if err != nil {
 			return objwal.State{}, fmt.Errorf("%w: take the write-ahead log over: %w", catalog.ErrUnavailable, err)
@@ -117,7 +131,7 @@ func (f *WALFence) fenced(ctx context.Context, epoch uint64, key, value, what st
 		}
 	}
 	tr, err := f.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(ek), "=", strconv.FormatUint(epoch, 10)),
+		If(clientv3.Compare(clientv3.Value(ek), "=", f.value(epoch)),
 			clientv3.Compare(clientv3.ModRevision(k), "=", rev)).
 		Then(clientv3.OpPut(k, value)).
 		Else(clientv3.OpGet(ek)).
@@ -135,13 +149,41 @@ func (f *WALFence) fenced(ctx context.Context, epoch uint64, key, value, what st
 		if kvs := tr.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			now = string(kvs[0].Value)
 		}
-		if now == strconv.FormatUint(epoch, 10) {
+		if now == f.value(epoch) {
 			return fmt.Errorf("record write-ahead log %s: it changed since this writer last wrote it (a late request of its own); read again for the next write", what)
 		}
 		return fmt.Errorf("%w (epoch %d, the log's epoch is now %s)", objwal.ErrFenced, epoch, now)
 	}
 	f.revs[key] = tr.Header.Revision
 	return nil
+}
+
+// Renew implements objwal.Fence: epoch+1 if epoch is still the current
+// one. Unlike Acquire it never takes the log from another writer.
+func (f *WALFence) Renew(ctx context.Context, epoch uint64) (uint64, error) {
+	ek := f.key("epoch")
+	next := epoch + 1
+	tr, err := f.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(ek), "=", f.value(epoch))).
+		Then(clientv3.OpPut(ek, f.value(next))).
+		Else(clientv3.OpGet(ek)).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("%w: renew write-ahead log epoch: %w", catalog.ErrUnavailable, err)
+	}
+	if !tr.Succeeded {
+		now := "none"
+		if kvs := tr.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			now = string(kvs[0].Value)
+		}
+		if now == f.value(next) {
+			// This very renewal, applied with its answer lost and then
+			// sent again: the token says the epoch is this writer's.
+			return next, nil
+		}
+		return 0, fmt.Errorf("%w (epoch %d, the log's epoch is now %s)", objwal.ErrFenced, epoch, now)
+	}
+	return next, nil
 }
 
 // Commit implements objwal.Fence.

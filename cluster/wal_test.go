@@ -64,7 +64,22 @@ func TestWALFence(t *testing.T) {
 		t.Fatalf("end %d after a late commit, want 200", got)
 	}
 	// The refusal made the writer read the record again: it goes on.
-	if err := a.Commit(ctx, sa.Epoch, 300); err != nil {
+	if err := a.Commit(ctx, sa.Epoch, 250); err != nil {
+		t.Fatal(err)
+	}
+	// Renewing the epoch fences the writer's own requests of the old one;
+	// a renewal sent again after its answer was lost finds it done.
+	e2, err := a.Renew(ctx, sa.Epoch)
+	if err != nil || e2 != sa.Epoch+1 {
+		t.Fatalf("renew: %d, %v", e2, err)
+	}
+	if again, err := a.Renew(ctx, sa.Epoch); err != nil || again != e2 {
+		t.Fatalf("renewal sent again: %d, %v; want %d", again, err, e2)
+	}
+	if err := a.Commit(ctx, sa.Epoch, 260); !errors.Is(err, objwal.ErrFenced) {
+		t.Fatalf("a late commit of the renewed epoch: %v, want ErrFenced", err)
+	}
+	if err := a.Commit(ctx, e2, 300); err != nil {
 		t.Fatal(err)
 	}
 
@@ -73,14 +88,18 @@ func TestWALFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sb.Epoch != 2 || sb.End != 300 || string(sb.Checkpoint) != "ck at 150" {
+	if sb.Epoch != 3 || sb.End != 300 || string(sb.Checkpoint) != "ck at 150" {
 		t.Fatalf("second acquire: %+v", sb)
 	}
-	if err := a.Commit(ctx, sa.Epoch, 400); !errors.Is(err, objwal.ErrFenced) {
+	if err := a.Commit(ctx, e2, 400); !errors.Is(err, objwal.ErrFenced) {
 		t.Fatalf("commit of the fenced writer: %v, want ErrFenced", err)
 	}
-	if err := a.SaveCheckpoint(ctx, sa.Epoch, []byte("x")); !errors.Is(err, objwal.ErrFenced) {
+	if err := a.SaveCheckpoint(ctx, e2, []byte("x")); !errors.Is(err, objwal.ErrFenced) {
 		t.Fatalf("checkpoint of the fenced writer: %v, want ErrFenced", err)
+	}
+	// Renewal never takes the log back: only Acquire does.
+	if _, err := a.Renew(ctx, e2); !errors.Is(err, objwal.ErrFenced) {
+		t.Fatalf("renewal by the fenced writer: %v, want ErrFenced", err)
 	}
 	if got := end(); got != 300 {
 		t.Fatalf("end %d after the fenced writer's commit, want 300", got)

@@ -81,6 +81,12 @@ type Fence interface {
 	Commit(ctx context.Context, epoch, end uint64) error
 	// SaveCheckpoint records the checkpoint value under the same rule.
 	SaveCheckpoint(ctx context.Context, epoch uint64, value []byte) error
+	// Renew increments the epoch if epoch is still the current one and
+	// returns the new one (ErrFenced otherwise): the writer goes on under
+	// a new epoch, and its own requests still in flight under the old one
+	// (a PUT or a transaction whose answer timed out) can no longer
+	// take effect where they would overwrite later ones.
+	Renew(ctx context.Context, epoch uint64) (uint64, error)
 }
 
 // Options configure a log on objects.
@@ -106,9 +112,11 @@ type Options struct {
 // only the log's leader calls Write, Recover runs before any Write, and
 // checkpoints and truncation do not run concurrently with each other.
 type Objects struct {
-	opts  Options
-	log   *zap.Logger
-	epoch uint64
+	opts Options
+	log  *zap.Logger
+	// epoch is the writer's: set by Open, renewed by the leader after a
+	// failed Write, read by checkpoints.
+	epoch atomic.Uint64
 	// recordedEnd is the end the fence held when the log was taken over.
 	recordedEnd uint64
 
@@ -177,13 +185,14 @@ func Open(opts Options) (*Objects, error) {
 	if err != nil {
 		return nil, fmt.Errorf("take over write-ahead log %s: %w", opts.Prefix, err)
 	}
-	b.epoch, b.recordedEnd, b.end, b.ckValue = st.Epoch, st.End, st.End, st.Checkpoint
+	b.epoch.Store(st.Epoch)
+	b.recordedEnd, b.end, b.ckValue = st.End, st.End, st.Checkpoint
 	b.log.Info("took the write-ahead log over", zap.String("prefix", opts.Prefix), zap.Uint64("epoch", st.Epoch), zap.Uint64("end", st.End))
 	return b, nil
 }
 
 // Epoch is this writer's epoch.
-func (b *Objects) Epoch() uint64 { return b.epoch }
+func (b *Objects) Epoch() uint64 { return b.epoch.Load() }
 
 func (b *Objects) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), b.opts.Timeout)
@@ -239,14 +248,14 @@ func (b *Objects) Recover(from uint64, fn func(pos uint64, body []byte) error) (
 		name := strings.TrimPrefix(k, b.opts.Prefix)
 		if strings.HasPrefix(name, checkpointDir) {
 			if b.ckObjectKey() != k {
-				if _, e, ok := parseKey(strings.TrimPrefix(name, checkpointDir)); ok && e < b.epoch {
+				if e, _, ok := parseKey(strings.TrimPrefix(name, checkpointDir)); ok && e < b.Epoch() {
 					stale = append(stale, k)
 				}
 			}
 			continue
 		}
 		pos, epoch, ok := parseKey(name)
-		if !ok || epoch >= b.epoch {
+		if !ok || epoch >= b.Epoch() {
 			// Not a log object, or one of a writer that took the log
 			// over since: this writer is fenced and will find out.
 			continue
@@ -338,11 +347,14 @@ func (b *Objects) Recover(from uint64, fn func(pos uint64, body []byte) error) (
 // Write implements wal.Backend: one object, then the new end recorded
 // under the fence. It returns only once both are durable.
 //
-// After a failed Write the fence may or may not hold the failed write's
-// end (a commit whose answer was lost), and the next Write at the same
-// position replaces the object: the end is first recorded back at the
-// position, so that a crash between the replacing PUT and its commit
-// never leaves an end that the object's new frames do not meet.
+// After a failed Write, the PUT or the transaction may still take effect
+// later (a request whose answer timed out), and the fence may hold the
+// failed write's end (a commit whose answer was lost). So the next Write
+// first renews the epoch — the late requests of the old one are fenced
+// in etcd, and its late PUT loses to the new epoch's object at the same
+// position — then records the end back at its position, so that a crash
+// between its PUT and its commit never leaves an end that the objects'
+// frames do not meet.
 func (b *Objects) Write(pos uint64, bufs [][]byte, n int64) error {
 	if b.isFenced.Load() {
 		return b.fencedErr()
@@ -351,12 +363,15 @@ func (b *Objects) Write(pos uint64, bufs [][]byte, n int64) error {
 		return fmt.Errorf("objwal: write at %d, the log ends at %d", pos, b.end)
 	}
 	if b.failed {
+		if err := b.renew(); err != nil {
+			return fmt.Errorf("renew the write-ahead log's epoch after a failed write: %w", err)
+		}
 		if err := b.commit(pos); err != nil {
 			return fmt.Errorf("record the write-ahead log's end back at %d after a failed write: %w", pos, err)
 		}
 		b.failed = false
 	}
-	key := b.objectKey(pos, b.epoch)
+	key := b.objectKey(pos, b.Epoch())
 	ctx, cancel := b.ctx()
 	err := b.opts.Store.Put(ctx, key, bufs, n)
 	cancel()
@@ -376,16 +391,33 @@ func (b *Objects) Write(pos uint64, bufs [][]byte, n int64) error {
 }
 
 func (b *Objects) fencedErr() error {
-	return fmt.Errorf("write-ahead log %s, epoch %d: %w", b.opts.Prefix, b.epoch, ErrFenced)
+	return fmt.Errorf("write-ahead log %s, epoch %d: %w", b.opts.Prefix, b.Epoch(), ErrFenced)
+}
+
+func (b *Objects) renew() error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	old := b.Epoch()
+	next, err := b.opts.Fence.Renew(ctx, old)
+	if errors.Is(err, ErrFenced) {
+		b.isFenced.Store(true)
+		b.log.Error("write-ahead log taken over by another process; this one writes no more", zap.Uint64("epoch", old), zap.Error(err))
+	}
+	if err != nil {
+		return err
+	}
+	b.epoch.Store(next)
+	b.log.Info("write-ahead log epoch renewed after a failed write", zap.Uint64("from", old), zap.Uint64("to", next))
+	return nil
 }
 
 func (b *Objects) commit(end uint64) error {
 	ctx, cancel := b.ctx()
 	defer cancel()
-	err := b.opts.Fence.Commit(ctx, b.epoch, end)
+	err := b.opts.Fence.Commit(ctx, b.Epoch(), end)
 	if errors.Is(err, ErrFenced) {
 		b.isFenced.Store(true)
-		b.log.Error("write-ahead log taken over by another process; this one writes no more", zap.Uint64("epoch", b.epoch), zap.Error(err))
+		b.log.Error("write-ahead log taken over by another process; this one writes no more", zap.Uint64("epoch", b.Epoch()), zap.Error(err))
 	}
 	return err
 }
@@ -440,11 +472,12 @@ func (b *Objects) SaveCheckpoint(data []byte) error {
 	}
 	var value []byte
 	var key string
+	epoch := b.Epoch()
 	if len(data) <= b.opts.InlineCheckpointBytes {
 		value = append([]byte{ckInline}, data...)
 	} else {
 		b.ckSeq++
-		key = b.checkpointKey(b.epoch, b.ckSeq)
+		key = b.checkpointKey(epoch, b.ckSeq)
 		ctx, cancel := b.ctx()
 		err := b.opts.Store.Put(ctx, key, [][]byte{data}, int64(len(data)))
 		cancel()
@@ -454,9 +487,11 @@ func (b *Objects) SaveCheckpoint(data []byte) error {
 		value = append([]byte{ckObject}, key...)
 	}
 	ctx, cancel := b.ctx()
-	err := b.opts.Fence.SaveCheckpoint(ctx, b.epoch, value)
+	err := b.opts.Fence.SaveCheckpoint(ctx, epoch, value)
 	cancel()
-	if errors.Is(err, ErrFenced) {
+	if errors.Is(err, ErrFenced) && b.Epoch() == epoch {
+		// Not the leader's own renewal meanwhile (then a later
+		// checkpoint succeeds): another process has the log.
 		b.isFenced.Store(true)
 	}
 	if err != nil {

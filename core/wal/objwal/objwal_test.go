@@ -467,6 +467,18 @@ func TestEtcdHangs(t *testing.T) {
 			e.etcd.Resume()
 		}
 	}()
+	// SIGSTOP is queued when kill returns; wait until etcd stops answering.
+	for deadline := time.Now().Add(time.Minute); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err := e.cli.Get(ctx, "probe")
+		cancel()
+		if err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the stopped etcd to stop answering")
+		}
+	}
 	done := make(chan error, 1)
 	go func() {
 		_, err := appendFrame(l, "while etcd hangs")
@@ -522,4 +534,72 @@ func lens(ss []string) []int {
 		n = append(n, len(s))
 	}
 	return n
+}
+
+// latePutStore fails the PUT of its n-th object without storing it and
+// keeps it, so that the test can deliver it late (fault injection: a PUT
+// whose answer timed out and which the store applies afterwards).
+type latePutStore struct {
+	objwal.Store
+	mu      sync.Mutex
+	n       int
+	held    string
+	heldBuf []byte
+}
+
+func (s *latePutStore) Put(ctx context.Context, key string, bufs [][]byte, n int64) error {
+	s.mu.Lock()
+	s.n--
+	hold := s.n == 0
+	if hold {
+		s.held = key
+		for _, b := range bufs {
+			s.heldBuf = append(s.heldBuf, b...)
+		}
+	}
+	s.mu.Unlock()
+	if hold {
+		return errors.New("injected: PUT timed out")
+	}
+	return s.Store.Put(ctx, key, bufs, n)
+}
+
+// TestLatePutAfterRetry: a PUT times out, the log retries at the same
+// position with other frames, and the first PUT lands after the retry's.
+// The retry ran under a renewed epoch, so the late object has a key of its
+// own and loses to the retry's: a new process reads the retry's frames.
+func TestLatePutAfterRetry(t *testing.T) {
+	e := newEnv(t)
+	node := e.newNode()
+	store := &latePutStore{Store: e.store, n: 2}
+	a, err := objwal.Open(options(store, e.fence(node), node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies(t, a)
+	var now atomic.Int64
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	l := wal.Open(wal.Options{Backend: keepOpen{a}, Now: clock}, 0)
+	defer l.Close()
+	if _, err := appendFrame(l, "first"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendFrame(l, "timed out"); err == nil {
+		t.Fatal("the round whose PUT failed was acknowledged")
+	}
+	now.Add(int64(2 * time.Second))
+	if _, err := appendFrame(l, "the retry, of another size"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendFrame(l, "after"); err != nil {
+		t.Fatal(err)
+	}
+	// The late PUT lands now.
+	if err := e.store.Put(context.Background(), store.held, [][]byte{store.heldBuf}, int64(len(store.heldBuf))); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := bodies(t, e.open(t, node))
+	if want := []string{"first", "the retry, of another size", "after"}; !slices.Equal(got, want) {
+		t.Fatalf("recovered %q, want %q", got, want)
+	}
 }
