@@ -16,7 +16,8 @@
 // ever read back: Recover reads objects up to the recorded end and
 // ignores whatever lies beyond it. Object keys carry the writer's epoch
 // as well as the position, so a late PUT cannot replace the object of
-// the writer that took over at the same position either.
+// the writer that took over at the same position either, nor (the epoch
+// being renewed after a failed write) that of the writer's own retry.
 package objwal
 
 import (

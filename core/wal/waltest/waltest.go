@@ -14,9 +14,8 @@ import (
 	"github.com/silt-io/silt/core/wal"
 )
 
-// Open returns a backend over the log's storage as a new process would
-// open it (the previous one is closed first). Each call of the suite's
-// cases gets fresh storage from NewStorage.
+// Open returns a backend over one log's storage as a new process would
+// open it (the suite closes the previous one first).
 type Open func(t *testing.T) wal.Backend
 
 // RunBackendSuite runs the contract against backends opened by
