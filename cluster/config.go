@@ -10,6 +10,7 @@
 //	<prefix>cluster/serving/  the serving lock (concurrency.Mutex)
 //	<prefix>cluster/node      who holds it, under the holder's lease
 //	<prefix>catalog/          the catalog (core/catalog on etcd)
+//	<prefix>wal/<node>/       a node's write-ahead log fence (wal.go)
 package cluster
 
 import (
