@@ -15,6 +15,7 @@
 //	<prefix>cluster/members/<id>    a live node, under its membership lease
 //	<prefix>cluster/init            while Init copies: the directory it moves
 //	<prefix>catalog/                the catalog (core/catalog on etcd)
+//	<prefix>wal/<node>/             a node's write-ahead log fence (wal.go)
 package cluster
 
 import (

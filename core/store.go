@@ -29,6 +29,7 @@ import (
 	"github.com/silt-io/silt/core/names"
 	"github.com/silt-io/silt/core/segment"
 	"github.com/silt-io/silt/core/vfs"
+	"github.com/silt-io/silt/core/wal"
 )
 
 // Config configures the Store.
@@ -116,6 +117,8 @@ type Store struct {
 	writes sync.WaitGroup
 	// progress, if set, is told how far Open has got.
 	progress *Progress
+	// openWALBackend is Options.WAL.
+	openWALBackend func(maxFrameBytes int, log *zap.Logger) (wal.Backend, error)
 	// countDone is closed once the streams are counted after start.
 	countDone chan struct{}
 
@@ -184,10 +187,33 @@ func Open(cfg Config, log *zap.Logger) (*Store, error) {
 // OpenFS is Open with a given filesystem for the logs (crash tests). The
 // catalog always lives on the real filesystem.
 func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
-	return openFS(cfg, log, fs, nil)
+	return OpenWith(cfg, log, Options{FS: fs})
 }
 
-func openFS(cfg Config, log *zap.Logger, fs vfs.FS, p *Progress) (*Store, error) {
+// Options are what OpenWith takes besides the configuration.
+type Options struct {
+	// FS holds the logs; nil is the real filesystem.
+	FS vfs.FS
+	// Progress, if set, follows the start-up.
+	Progress *Progress
+	// WAL opens the write-ahead log's backend, given the largest frame
+	// body the store writes; nil keeps the log in local files under
+	// <core.dir>/wal. Cluster mode passes objects on shared storage
+	// (core/wal/objwal), which core does not open itself: it imports
+	// neither S3 nor etcd.
+	WAL func(maxFrameBytes int, log *zap.Logger) (wal.Backend, error)
+}
+
+// OpenWith is Open with options.
+func OpenWith(cfg Config, log *zap.Logger, o Options) (*Store, error) {
+	if o.FS == nil {
+		o.FS = vfs.OS{}
+	}
+	return openFS(cfg, log, o)
+}
+
+func openFS(cfg Config, log *zap.Logger, o Options) (*Store, error) {
+	fs, p := o.FS, o.Progress
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -203,7 +229,7 @@ func openFS(cfg Config, log *zap.Logger, fs vfs.FS, p *Progress) (*Store, error)
 		return nil, err
 	}
 	p.set(PhaseWAL)
-	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity(), setRecord: cat.Set, progress: p}
+	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity(), setRecord: cat.Set, progress: p, openWALBackend: o.WAL}
 	s.mu.tenants = map[string]*tenantState{}
 	s.lazy.open = map[*segSlot]*stream{}
 	s.lazy.gone = make(chan struct{})
