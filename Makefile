@@ -69,6 +69,7 @@ bench: build
 	bash bench/webhdfsbench/with-minicluster.sh -size 256
 	$(GO) run ./bench/tierbench -pause 4m
 	$(GO) run ./bench/scalebench -streams 10000
+	$(GO) run ./bench/groupbench -backlog 268435456
 
 # The many-streams figures at full size: 100,000 idle streams.
 bench-scale: build
