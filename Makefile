@@ -70,6 +70,7 @@ bench: build
 	$(GO) run ./bench/tierbench -pause 4m
 	$(GO) run ./bench/scalebench -streams 10000
 	$(GO) run ./bench/walobjbench
+	$(GO) run ./bench/groupbench -backlog 268435456
 
 # The many-streams figures at full size: 100,000 idle streams.
 bench-scale: build

@@ -54,6 +54,18 @@ type state struct {
 	// the group has read and committed (re-reads after a move back count
 	// again).
 	advanced uint64
+	// ages caches, per segment, the append time of the oldest unread
+	// event as Lag last read it, keyed by its offset: an event's time
+	// never changes (the group's streams are fixed incarnations), so a
+	// lag whose position has not moved reads no event and opens no idle
+	// segment log. At most one entry per segment of the group.
+	ages map[SegmentRef]eventAge
+}
+
+// eventAge is the append time of the event at offset.
+type eventAge struct {
+	offset uint64
+	time   time.Time
 }
 
 // New opens the coordinator over kv, loading every group it holds. Metrics

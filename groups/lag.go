@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/silt-io/silt/core"
@@ -40,6 +41,9 @@ type Lag struct {
 // Lag computes a group's lag from its committed positions and each
 // segment's end: per segment a lookup of the end, and one event read for
 // the age, whatever the backlog; it is exact as soon as a commit returns.
+// The age's event is read only when the position moved since the last
+// lag (st.ages), so repeated lags (scrapes) of a group that is not
+// reading open no idle segment log.
 func (c *Coordinator) Lag(ctx context.Context, tenant, name string) (Lag, error) {
 	st, err := c.lock(tenant, name)
 	if err != nil {
@@ -60,17 +64,38 @@ func (c *Coordinator) Lag(ctx context.Context, tenant, name string) (Lag, error)
 			owner[r] = m.ID
 		}
 	}
+	ages := maps.Clone(st.ages)
 	out := Lag{Tenant: tenant, Group: name, Generation: st.g.Generation, Segments: []SegmentLag{}}
 	// The reads below may reach tier 2: not under the group's lock.
 	st.mu.Unlock()
 
 	now := c.now()
+	read := map[SegmentRef]eventAge{}
+	defer func() {
+		// Keep what was read, also when a later segment failed.
+		if len(read) == 0 {
+			return
+		}
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.gone {
+			return
+		}
+		if st.ages == nil {
+			st.ages = map[SegmentRef]eventAge{}
+		}
+		maps.Copy(st.ages, read)
+	}()
 	for _, s := range streams {
 		for _, sg := range s.Segments {
 			r := SegmentRef{s.Name, sg.ID}
-			l, err := c.segmentLag(ctx, s, sg, pos[r].Offset, now)
+			age, cached := ages[r]
+			l, err := c.segmentLag(ctx, s, sg, pos[r].Offset, now, &age, cached)
 			if err != nil {
 				return Lag{}, err
+			}
+			if age != ages[r] {
+				read[r] = age
 			}
 			l.Reader = owner[r]
 			out.EventsBehind += l.EventsBehind
@@ -82,7 +107,10 @@ func (c *Coordinator) Lag(ctx context.Context, tenant, name string) (Lag, error)
 	return out, nil
 }
 
-func (c *Coordinator) segmentLag(ctx context.Context, s core.Stream, sg core.SegmentInfo, committed uint64, now time.Time) (SegmentLag, error) {
+// segmentLag is one segment's lag. age is the time of the oldest unread
+// event as last read (valid when cached); when that event is another,
+// segmentLag reads it and sets age.
+func (c *Coordinator) segmentLag(ctx context.Context, s core.Stream, sg core.SegmentInfo, committed uint64, now time.Time, age *eventAge, cached bool) (SegmentLag, error) {
 	l := SegmentLag{Stream: s.Name, Segment: sg.ID, Committed: committed, Next: sg.NextOffset}
 	from := committed
 	if from < sg.FirstOffset {
@@ -100,12 +128,13 @@ func (c *Coordinator) segmentLag(ctx context.Context, s core.Stream, sg core.Seg
 	if held := sg.NextOffset - sg.FirstOffset; held > 0 && sg.Bytes > 0 {
 		l.BytesBehind = int64(float64(sg.Bytes) / float64(held) * float64(l.EventsBehind))
 	}
-	ev, ok, err := c.src.EventAt(ctx, s.Tenant, s.Name, sg.ID, from)
-	if err != nil {
-		return l, err
+	if !cached || age.offset != from {
+		ev, ok, err := c.src.EventAt(ctx, s.Tenant, s.Name, sg.ID, from)
+		if err != nil || !ok {
+			return l, err
+		}
+		*age = eventAge{offset: from, time: ev.Time}
 	}
-	if ok {
-		l.SecondsBehind = max(0, now.Sub(ev.Time).Seconds())
-	}
+	l.SecondsBehind = max(0, now.Sub(age.time).Seconds())
 	return l, nil
 }

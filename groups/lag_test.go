@@ -3,8 +3,10 @@ package groups
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/silt-io/silt/core"
 )
@@ -53,6 +55,62 @@ func TestLagCost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLagReadsOnlyMovedPositions: a lag whose positions have not moved
+// since the last one reads no event (so a scrape opens no idle segment
+// log), and its seconds behind still follow the clock; a commit that moves
+// one position makes the next lag read that one segment's event.
+func TestLagReadsOnlyMovedPositions(t *testing.T) {
+	f := newFixture(t)
+	src := &countingSource{storeSource: storeSource{f.store}}
+	c, err := newWithClock(DefaultConfig(), f.store.Catalog(), src, nil, func() time.Time { return f.clock })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.stream("orders", 4)
+	for seg := range 3 { // segment 3 stays empty
+		f.appendN("orders", fmt.Sprint(seg), 10)
+	}
+	if _, err := c.Create(ctx, "acme", CreateRequest{Name: "g", Streams: []string{"orders"}, Start: Start{Kind: StartHead}}); err != nil {
+		t.Fatal(err)
+	}
+	lag := func(wantReads int64, wantBehind uint64) Lag {
+		t.Helper()
+		src.reads.Store(0)
+		l, err := c.Lag(ctx, "acme", "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := src.reads.Load(); n != wantReads {
+			t.Fatalf("lag read %d events, want %d", n, wantReads)
+		}
+		if l.EventsBehind != wantBehind {
+			t.Fatalf("events behind %d, want %d", l.EventsBehind, wantBehind)
+		}
+		return l
+	}
+	first := lag(3, 30)
+	f.clock = f.clock.Add(5 * time.Second)
+	again := lag(0, 30)
+	if d := again.SecondsBehind - first.SecondsBehind; math.Abs(d-5) > 1e-6 {
+		t.Fatalf("seconds behind went from %v to %v after 5 s, want 5 more", first.SecondsBehind, again.SecondsBehind)
+	}
+
+	a, err := c.Join(ctx, "acme", "g", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(ctx, "acme", "g", "a", a.Generation, []Position{{Stream: "orders", Segment: "1", Offset: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	lag(1, 26)
+	lag(0, 26)
+	// Committed to the end: nothing behind, nothing to read.
+	if err := c.Commit(ctx, "acme", "g", "a", a.Generation, []Position{{Stream: "orders", Segment: "1", Offset: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	lag(0, 20)
 }
 
 // BenchmarkLag measures lag per group as segments grow; the backlog's
