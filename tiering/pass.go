@@ -30,6 +30,7 @@ import (
 type tier1 interface {
 	EachStream(fn func(core.Stream) error) error
 	GetStream(ctx context.Context, tenant, name string) (core.Stream, error)
+	StreamInfo(ctx context.Context, tenant, name string) (core.Stream, error)
 	Scan(ctx context.Context, tenant, stream, segmentID string, from, to uint64, fn core.ScanFunc) error
 	TruncateBefore(tenant, stream, segmentID string, offset uint64) error
 	Roll(tenant, stream, segmentID string, offset uint64) (bool, error)

@@ -31,6 +31,10 @@ func (c *countingStore) EachStream(fn func(core.Stream) error) error {
 	return c.tier1.EachStream(fn)
 }
 
+func (c *countingStore) StreamInfo(ctx context.Context, tenant, name string) (core.Stream, error) {
+	return c.tier1.StreamInfo(ctx, tenant, name)
+}
+
 func (c *countingStore) GetStream(ctx context.Context, tenant, name string) (core.Stream, error) {
 	c.touch(tenant, name)
 	return c.tier1.GetStream(ctx, tenant, name)

@@ -64,7 +64,9 @@ func (t *Tierer) ReadTiered(ctx context.Context, tenant, stream, segment string,
 	if !ok {
 		return nil, from, nil
 	}
-	if st, err := t.store.GetStream(ctx, tenant, stream); err != nil {
+	// The stream's record, not a description: comparing incarnations
+	// must not open the segments' logs.
+	if st, err := t.store.StreamInfo(ctx, tenant, stream); err != nil {
 		return nil, from, err
 	} else if st.Incarnation() != srec.Incarnation {
 		// Chunks of a deleted predecessor, not yet removed: not this
@@ -271,7 +273,7 @@ func (t *Tierer) FirstTiered(ctx context.Context, tenant, stream, segment string
 	if err != nil || !ok {
 		return 0, false, err
 	}
-	st, err := t.store.GetStream(ctx, tenant, stream)
+	st, err := t.store.StreamInfo(ctx, tenant, stream)
 	if err != nil {
 		return 0, false, err
 	}
