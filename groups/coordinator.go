@@ -54,6 +54,9 @@ type state struct {
 	// the group has read and committed (re-reads after a move back count
 	// again).
 	advanced uint64
+	// advancedBytes estimates the bytes of advanced, from each segment's
+	// mean tier-1 record size at the commit (as lag's bytes are).
+	advancedBytes uint64
 }
 
 // New opens the coordinator over kv, loading every group it holds. Metrics
