@@ -330,11 +330,11 @@ func parseLines(t testing.TB, body []byte) (events []readLine, cursor string) {
 }
 
 // series is the value of the series name{labels} (pairs of name and
-// value, all of the series' labels) on the env's registry: a counter's or
+// value, all of the series' labels) that the server's /metrics shows: a counter's or
 // gauge's value, a histogram's count, 0 when there is no such series.
 func (e *env) series(name string, labels ...string) float64 {
 	e.t.Helper()
-	mfs, err := e.reg.Gather()
+	mfs, err := e.srv.gather.Gather() // what /metrics serves
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -58,6 +58,11 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 // UseMetrics makes the server count its requests and appends in set's
 // series (the server wiring shares one set between every head). Call it
 // before Serve; without it the counts are kept but exported nowhere.
+//
+// set must be registered on the registry the server was built with:
+// /metrics then serves that registry's series and the set's producer
+// counters, which no registry holds (see smetrics.Producers).
 func (s *Server) UseMetrics(set *smetrics.Set) {
 	s.head, s.producers = set.Heads.Head("api"), set.Producers
+	s.gather = set.Gatherer(s.gather)
 }

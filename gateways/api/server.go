@@ -224,7 +224,8 @@ func New(cfg Config, store *core.Store, auth Auth, log *zap.Logger, reg promethe
 		list:     store,
 		pageSeal: pageSeal,
 	}
-	s.UseMetrics(smetrics.NewUnregistered(smetrics.DefaultConfig()))
+	unused := smetrics.NewUnregistered(smetrics.DefaultConfig())
+	s.head, s.producers = unused.Heads.Head("api"), unused.Producers
 	s.drain, s.stopDrain = context.WithCancel(context.Background())
 	if err := s.buildMux(); err != nil {
 		return nil, err

@@ -10,9 +10,11 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Config is the metrics section of the server configuration.
@@ -56,6 +58,19 @@ func New(cfg Config, reg prometheus.Registerer) (*Set, error) {
 		}
 	}
 	return s, nil
+}
+
+// Gatherer returns what /metrics serves: base's families (the registry the
+// set was registered on) and the producer counters, which the registry
+// does not hold (see Producers), in name order.
+func (s *Set) Gatherer(base prometheus.Gatherer) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := base.Gather()
+		pm, perr := s.Producers.Gather()
+		mfs = append(mfs, pm...)
+		sort.Slice(mfs, func(i, j int) bool { return mfs[i].GetName() < mfs[j].GetName() })
+		return mfs, errors.Join(err, perr)
+	})
 }
 
 // NewUnregistered returns series that are kept but exported nowhere, for

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 )
 
@@ -67,7 +69,8 @@ silt_producer_errors_total{reason="too_large",tenant="t1"} 1
 			p.Appended("t1", "b", 4, 40, time.Millisecond)
 			p.Appended("t2", "a", 5, 50, time.Millisecond)
 			p.Failed("t1", "b", "too_large")
-			if err := testutil.GatherAndCompare(reg, strings.NewReader(tc.want), "silt_producer_events_total", "silt_producer_errors_total"); err != nil {
+			g := set.Gatherer(reg)
+			if err := testutil.GatherAndCompare(g, strings.NewReader(tc.want), "silt_producer_events_total", "silt_producer_errors_total"); err != nil {
 				t.Fatal(err)
 			}
 			// The latency histogram is per tenant either way.
@@ -75,8 +78,11 @@ silt_producer_errors_total{reason="too_large",tenant="t1"} 1
 				t.Fatalf("%d latency histograms, want 2 (one per tenant)", n)
 			}
 			p.ForgetTenant("t1")
-			if n := testutil.CollectAndCount(p.events); n != 1 {
-				t.Fatalf("%d event series after the tenant went, want 1", n)
+			if n, err := testutil.GatherAndCount(g, "silt_producer_events_total"); err != nil || n != 1 {
+				t.Fatalf("%d event series after the tenant went (%v), want 1", n, err)
+			}
+			if n := testutil.CollectAndCount(p.seconds); n != 1 {
+				t.Fatalf("%d latency histograms after the tenant went, want 1", n)
 			}
 		})
 	}
@@ -89,15 +95,77 @@ func TestProducersForgetStream(t *testing.T) {
 	p.Duplicate("t", "a", 0)
 	p.Failed("t", "a", "unavailable")
 	p.ForgetStream("t", "a")
-	for name, c := range map[string]prometheus.Collector{"events": p.events, "bytes": p.bytes, "duplicates": p.duplicates, "errors": p.errors} {
-		want := 0
-		if name == "events" || name == "bytes" {
-			want = 1 // stream b's
-		}
-		if n := testutil.CollectAndCount(c); n != want {
-			t.Errorf("%s: %d series after stream a went, want %d", name, n, want)
+	for name, want := range map[string]int{
+		"silt_producer_events_total": 1, "silt_producer_bytes_total": 1, // stream b's
+		"silt_producer_duplicates_total": 0, "silt_producer_errors_total": 0,
+	} {
+		if n, err := testutil.GatherAndCount(p, name); err != nil || n != want {
+			t.Errorf("%s: %d series after stream a went (%v), want %d", name, n, err, want)
 		}
 	}
+}
+
+// Gather's families are what a registry would make of the same counts:
+// sorted families, series in label order, errors by reason; and a
+// registry that gathers them checks them all.
+func TestProducersGatherIsValid(t *testing.T) {
+	p := newProducers(true)
+	p.Appended("t2", "b", 2, 20, 0)
+	p.Appended("t1", "b", 1, 10, 0)
+	p.Appended("t1", "a", 3, 30, 0)
+	p.Duplicate("t1", "a", 0)
+	p.Failed("t1", "b", "unavailable")
+	p.Failed("t1", "a", "unavailable")
+	p.Failed("t1", "a", "too_large")
+	p.Failed("t1", "c", "canceled") // a stream that never stored anything
+	want := `
+# HELP silt_producer_bytes_total Event bytes stored by appends (retried duplicates not counted).
+# TYPE silt_producer_bytes_total counter
+silt_producer_bytes_total{stream="a",tenant="t1"} 30
+silt_producer_bytes_total{stream="b",tenant="t1"} 10
+silt_producer_bytes_total{stream="b",tenant="t2"} 20
+# HELP silt_producer_duplicates_total Appends recognised by writer id and sequence number as retries of a stored batch, acknowledged without storing it again.
+# TYPE silt_producer_duplicates_total counter
+silt_producer_duplicates_total{stream="a",tenant="t1"} 1
+# HELP silt_producer_errors_total Appends to an existing stream that failed, by reason (the native API's error code).
+# TYPE silt_producer_errors_total counter
+silt_producer_errors_total{reason="canceled",stream="c",tenant="t1"} 1
+silt_producer_errors_total{reason="too_large",stream="a",tenant="t1"} 1
+silt_producer_errors_total{reason="unavailable",stream="a",tenant="t1"} 1
+silt_producer_errors_total{reason="unavailable",stream="b",tenant="t1"} 1
+# HELP silt_producer_events_total Events stored by appends (retried duplicates not counted).
+# TYPE silt_producer_events_total counter
+silt_producer_events_total{stream="a",tenant="t1"} 3
+silt_producer_events_total{stream="b",tenant="t1"} 1
+silt_producer_events_total{stream="b",tenant="t2"} 2
+`
+	if err := testutil.GatherAndCompare(p, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+	// Gathered again through a registry's checks (Gatherers checks
+	// every series it merges), nothing is refused.
+	if _, err := (prometheus.Gatherers{prometheus.NewRegistry(), p}).Gather(); err != nil {
+		t.Fatalf("a registry refuses the producer families: %v", err)
+	}
+	mfs, err := p.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if !sort.SliceIsSorted(mf.Metric, func(i, j int) bool {
+			return labelString(mf.Metric[i].Label) < labelString(mf.Metric[j].Label)
+		}) {
+			t.Errorf("%s: series not in label order", mf.GetName())
+		}
+	}
+}
+
+func labelString(ls []*dto.LabelPair) string {
+	var b strings.Builder
+	for _, l := range ls {
+		b.WriteString(l.GetValue() + "\x00")
+	}
+	return b.String()
 }
 
 func TestNewTwiceOnOneRegistry(t *testing.T) {
