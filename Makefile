@@ -69,10 +69,12 @@ bench: build
 	bash bench/webhdfsbench/with-minicluster.sh -size 256
 	$(GO) run ./bench/tierbench -pause 4m
 	$(GO) run ./bench/scalebench -streams 10000
+	$(GO) run ./bench/walobjbench
 
 # The many-streams figures at full size: 100,000 idle streams.
 bench-scale: build
-	$(GO) run ./bench/scalebench -streams 100000
+	$(GO) run ./bench/scalebench -streams 10000
+	$(GO) run ./bench/walobjbench0
 
 # macOS is vetted too: developers run silt there, and the sync and
 # vectored-write calls differ per system (core/vfs).

@@ -25,11 +25,12 @@
 //	"<tenant>/<stream>"   exactly that stream
 //	"<tenant>/<glob>"     streams whose names match the path.Match pattern,
 //	                      e.g. "acme/click*"; the tenant itself is not covered
-//	"<tenant>/group:<g>"  streams whose Group is g
+//	"<tenant>/set:<s>"    streams in stream set s (created with that Set);
+//	                      "<tenant>/group:<s>" is its deprecated spelling
 //
 // Tenant names follow S3 bucket rules (3–63 characters of lowercase letters,
 // digits and '-', starting and ending with a letter or digit). Stream and
-// group names are 1–200 characters of [A-Za-z0-9._-] starting with a letter
+// stream-set names are 1–200 characters of [A-Za-z0-9._-] starting with a letter
 // or digit. There is no wildcard over tenants other than "*": a tenant is
 // the isolation unit, and "acme/clicks" never covers "other/clicks".
 //
@@ -44,8 +45,8 @@
 // "any grant inside the tenant" condition for filtering lists of tenants.
 //
 // Creating or deleting a stream is an admin action. Callers should pass the
-// stream's name (and group) in the Resource: then admin on the tenant, on a
-// glob matching the new name, on the group, or on exactly that stream name
+// stream's name (and set) in the Resource: then admin on the tenant, on a
+// glob matching the new name, on the set, or on exactly that stream name
 // allows it, while admin on some other stream does not. Passing only
 // Resource{Tenant: t} demands admin on the tenant (or "*").
 //
@@ -112,10 +113,10 @@ var Anonymous = Principal{Name: "anonymous"}
 
 // Resource is what an operation touches. Tenant "" means the whole server
 // (creating tenants, managing principals and grants). Stream "" means the
-// tenant itself. Group is the stream's group, if any; it is what
-// "<tenant>/group:<g>" grants match, so callers must fill it in for
-// operations on a grouped stream.
-type Resource struct{ Tenant, Stream, Group string }
+// tenant itself. Set is the stream's stream set, if any; it is what
+// "<tenant>/set:<s>" grants match, so callers must fill it in for
+// operations on a stream in a set.
+type Resource struct{ Tenant, Stream, Set string }
 
 // String describes r for error messages.
 func (r Resource) String() string {
@@ -124,8 +125,8 @@ func (r Resource) String() string {
 		return "the server"
 	case r.Stream == "":
 		return "tenant " + r.Tenant
-	case r.Group != "":
-		return fmt.Sprintf("stream %s/%s (group %s)", r.Tenant, r.Stream, r.Group)
+	case r.Set != "":
+		return fmt.Sprintf("stream %s/%s (set %s)", r.Tenant, r.Stream, r.Set)
 	}
 	return fmt.Sprintf("stream %s/%s", r.Tenant, r.Stream)
 }
@@ -228,7 +229,7 @@ func checkTenantName(name string) error {
 }
 
 // checkStreamName applies the shared stream rule; what (a stream or a
-// group) goes into the message.
+// stream set) goes into the message.
 func checkStreamName(what, name string) error {
 	if err := names.Stream(name); err != nil {
 		return fmt.Errorf("%w: %s name: %v", ErrInvalid, what, err)

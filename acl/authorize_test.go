@@ -26,7 +26,8 @@ func policyEnv(t *testing.T) *env {
 		{"glob-reader", Read, "acme/click*"},
 		{"glob-admin", Admin, "acme/tmp-*"},
 		{"class-reader", Read, "acme/log-[0-9]"},
-		{"group-reader", Read, "acme/group:web"},
+		{"group-reader", Read, "acme/set:web"},
+		// The deprecated spelling of a stream-set grant still applies.
 		{"group-admin", Admin, "acme/group:ops"},
 		{"other-reader", Read, "other/clicks"},
 		{"anonymous", Read, "public/feed"},
@@ -56,12 +57,12 @@ var (
 	acmeTmp       = Resource{Tenant: "acme", Stream: "tmp-1"}
 	acmeLog3      = Resource{Tenant: "acme", Stream: "log-3"}
 	acmeLog10     = Resource{Tenant: "acme", Stream: "log-10"}
-	acmeWeb       = Resource{Tenant: "acme", Stream: "frontend", Group: "web"}
-	acmeOps       = Resource{Tenant: "acme", Stream: "deploys", Group: "ops"}
-	acmeOpsNew    = Resource{Tenant: "acme", Stream: "new-ops-stream", Group: "ops"}
+	acmeWeb       = Resource{Tenant: "acme", Stream: "frontend", Set: "web"}
+	acmeOps       = Resource{Tenant: "acme", Stream: "deploys", Set: "ops"}
+	acmeOpsNew    = Resource{Tenant: "acme", Stream: "new-ops-stream", Set: "ops"}
 	acmeUngrouped = Resource{Tenant: "acme", Stream: "frontend"}
 	otherClicks   = Resource{Tenant: "other", Stream: "clicks"}
-	otherWeb      = Resource{Tenant: "other", Stream: "frontend", Group: "web"}
+	otherWeb      = Resource{Tenant: "other", Stream: "frontend", Set: "web"}
 	publicFeed    = Resource{Tenant: "public", Stream: "feed"}
 	acmeA         = Resource{Tenant: "acme", Stream: "a"}
 	acmeB         = Resource{Tenant: "acme", Stream: "b"}
@@ -250,7 +251,7 @@ func TestDenialMessages(t *testing.T) {
 			[]string{`principal "nobody"`, "append", "stream acme/clicks", `"acme/clicks"`}},
 		"tenant": {Principal{Name: "nobody"}, Admin, acme, []string{"admin", "tenant acme", `"acme"`}},
 		"server": {Principal{Name: "nobody"}, Admin, server, []string{"the server", `"*"`}},
-		"group":  {Principal{Name: "nobody"}, Read, acmeWeb, []string{"stream acme/frontend (group web)"}},
+		"group":  {Principal{Name: "nobody"}, Read, acmeWeb, []string{"stream acme/frontend (set web)"}},
 		"anonymous": {Anonymous, Read, acmeClicks,
 			[]string{"anonymous requests", "authenticate", "stream acme/clicks"}},
 		"no principal": {Principal{}, Read, acmeClicks, []string{"no principal"}},
@@ -308,13 +309,13 @@ func BenchmarkAuthorize(b *testing.B) {
 	if _, err := s.CreatePrincipal("bench"); err != nil {
 		b.Fatal(err)
 	}
-	for _, r := range []string{"acme/a", "acme/b*", "acme/group:g", "other", "third/x"} {
+	for _, r := range []string{"acme/a", "acme/b*", "acme/set:g", "other", "third/x"} {
 		if _, err := s.AddGrant("bench", Read, r); err != nil {
 			b.Fatal(err)
 		}
 	}
 	p := Principal{Name: "bench"}
-	r := Resource{Tenant: "acme", Stream: "beta", Group: "h"}
+	r := Resource{Tenant: "acme", Stream: "beta", Set: "h"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if s.Authorize(p, Read, r) != nil {

@@ -2,6 +2,7 @@ package acl
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -159,5 +160,33 @@ func waitKnown(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("%s: not seen", what)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A principal with more tokens and grants than etcd applies in one
+// transaction is deleted whole, and no credential of it works after.
+func TestDeletePrincipalPastOneTransaction(t *testing.T) {
+	srv := etcdtest.Start(t)
+	a, b := nodes(t, srv, "/"+t.Name()+"/")
+	secret, _ := mustToken(t, a, "many")
+	for i := range catalog.DefaultMaxTxnOps + 20 {
+		if _, err := a.AddGrant("many", Read, fmt.Sprintf("acme/s%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.DeletePrincipal("many"); err != nil {
+		t.Fatalf("delete a principal with %d grants on etcd: %v", catalog.DefaultMaxTxnOps+20, err)
+	}
+	for name, s := range map[string]*Store{"a": a, "b": b} {
+		waitKnown(t, "the deletion on node "+name, func() bool {
+			_, err := s.Authenticate(secret)
+			return err != nil
+		})
+		if _, ok := s.lookupPrincipal("many"); ok {
+			t.Errorf("node %s still has the principal", name)
+		}
+	}
+	if gs, err := a.ListGrants("many"); err == nil && len(gs) > 0 {
+		t.Errorf("%d grants outlived their principal", len(gs))
 	}
 }

@@ -161,6 +161,8 @@ func (k *memKV) Scan(prefix, start []byte, fn func(key, value []byte) error) err
 	return nil
 }
 
+func (k *memKV) DeleteKeys(keys []string) error { return k.Commit(nil, keys) }
+
 func (k *memKV) Commit(set map[string][]byte, del []string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -18,7 +18,7 @@ import (
 // principal's grants can reach, so that Wrap reads only that part: the
 // named tenants, the exact streams, the names that start with a glob's
 // literal prefix. Grants that cannot be bounded by name (every tenant, a
-// whole tenant, a group, a glob that starts with a metacharacter) fall
+// whole tenant, a stream set, a glob that starts with a metacharacter) fall
 // back to reading everything and filtering.
 
 // NameRange is the names n with From <= n < To ("" To: no upper bound).
@@ -82,7 +82,7 @@ func (s *Store) StreamRanges(p Principal, a Action, tenant string) ([]NameRange,
 				return nil, true
 			}
 			out = append(out, NameRange{From: lit, To: nameAfterPrefix(lit)})
-		default: // every tenant, the whole tenant, a group
+		default: // every tenant, the whole tenant, a stream set
 			return nil, true
 		}
 	}

@@ -60,7 +60,7 @@ func TestWrapRangesMatchFiltering(t *testing.T) {
 		"char-class": {"read:big/s0000[13]"},
 		"open-glob":  {"read:big/*0"},
 		"tenant":     {"read:big"},
-		"group":      {"read:big/group:g"},
+		"group":      {"read:big/set:g"},
 		"tenants":    {"read:t0003/s", "append:t0007", "read:big/s00001", "read:nosuch"},
 		"admin":      {"admin:*"},
 		"nothing":    nil,

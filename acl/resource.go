@@ -15,12 +15,18 @@ const (
 	PatternTenant                        // "<tenant>"
 	PatternStream                        // "<tenant>/<stream>"
 	PatternGlob                          // "<tenant>/<glob>"
-	PatternGroup                         // "<tenant>/group:<group>"
+	PatternSet                           // "<tenant>/set:<set>" (or the deprecated "<tenant>/group:<set>")
 )
 
-// groupPrefix marks a group pattern. ':' cannot occur in a stream name, so
-// "group:x" can never be mistaken for a stream.
-const groupPrefix = "group:"
+// setPrefix marks a stream-set pattern. ':' cannot occur in a stream name,
+// so "set:x" can never be mistaken for a stream. deprecatedSetPrefix is its
+// first spelling, from before "group" came to mean a reader group; grants
+// stored with it keep working, and new grants given with it are stored
+// under setPrefix.
+const (
+	setPrefix           = "set:"
+	deprecatedSetPrefix = "group:"
+)
 
 // maxGlobLen bounds glob patterns; a pattern longer than the longest stream
 // name plus a few metacharacters is a mistake, and a bound keeps matching
@@ -31,14 +37,15 @@ const maxGlobLen = 256
 type Pattern struct {
 	Kind   PatternKind
 	Tenant string // empty for PatternAll
-	// Name is the stream name, glob or group name, depending on Kind;
+	// Name is the stream name, glob or stream-set name, depending on Kind;
 	// empty for PatternAll and PatternTenant.
 	Name string
 }
 
 // ParseResource parses and validates a grant resource string. Parsing is
-// strict so that every accepted string is already canonical:
-// ParseResource(s).String() == s.
+// strict so that every accepted string is already canonical,
+// ParseResource(s).String() == s, with one exception: the deprecated
+// "<tenant>/group:<set>" parses as "<tenant>/set:<set>".
 func ParseResource(s string) (Pattern, error) {
 	if s == "*" {
 		return Pattern{Kind: PatternAll}, nil
@@ -53,11 +60,15 @@ func ParseResource(s string) (Pattern, error) {
 	if !hasSlash {
 		return Pattern{Kind: PatternTenant, Tenant: tenant}, nil
 	}
-	if group, ok := strings.CutPrefix(rest, groupPrefix); ok {
-		if err := checkStreamName("group", group); err != nil {
+	set, ok := strings.CutPrefix(rest, setPrefix)
+	if !ok {
+		set, ok = strings.CutPrefix(rest, deprecatedSetPrefix)
+	}
+	if ok {
+		if err := checkStreamName("stream set", set); err != nil {
 			return Pattern{}, fmt.Errorf("resource %q: %w", s, err)
 		}
-		return Pattern{Kind: PatternGroup, Tenant: tenant, Name: group}, nil
+		return Pattern{Kind: PatternSet, Tenant: tenant, Name: set}, nil
 	}
 	if strings.ContainsAny(rest, "*?[") {
 		if err := checkGlob(rest); err != nil {
@@ -101,8 +112,8 @@ func (p Pattern) String() string {
 		return "*"
 	case PatternTenant:
 		return p.Tenant
-	case PatternGroup:
-		return p.Tenant + "/" + groupPrefix + p.Name
+	case PatternSet:
+		return p.Tenant + "/" + setPrefix + p.Name
 	case PatternStream, PatternGlob:
 		return p.Tenant + "/" + p.Name
 	}
@@ -130,8 +141,8 @@ func (p Pattern) Matches(r Resource) bool {
 		}
 		ok, err := path.Match(p.Name, r.Stream)
 		return ok && err == nil
-	case PatternGroup:
-		return r.Stream != "" && r.Group != "" && r.Group == p.Name
+	case PatternSet:
+		return r.Stream != "" && r.Set != "" && r.Set == p.Name
 	}
 	return false
 }

@@ -20,8 +20,8 @@ func TestParseResource(t *testing.T) {
 		"acme/log-?":                       {Kind: PatternGlob, Tenant: "acme", Name: "log-?"},
 		"acme/log-[0-9]":                   {Kind: PatternGlob, Tenant: "acme", Name: "log-[0-9]"},
 		"acme/log-[^0-9]":                  {Kind: PatternGlob, Tenant: "acme", Name: "log-[^0-9]"},
-		"acme/group:web":                   {Kind: PatternGroup, Tenant: "acme", Name: "web"},
-		"acme/group:Web.1":                 {Kind: PatternGroup, Tenant: "acme", Name: "Web.1"},
+		"acme/set:web":                     {Kind: PatternSet, Tenant: "acme", Name: "web"},
+		"acme/set:Web.1":                   {Kind: PatternSet, Tenant: "acme", Name: "Web.1"},
 		strings.Repeat("a", 63):            {Kind: PatternTenant, Tenant: strings.Repeat("a", 63)},
 		"acme/" + strings.Repeat("s", 200): {Kind: PatternStream, Tenant: "acme", Name: strings.Repeat("s", 200)},
 	}
@@ -55,10 +55,12 @@ func TestParseResource(t *testing.T) {
 		"stream space":        "acme/a b",
 		"stream too long":     "acme/" + strings.Repeat("s", 201),
 		"stream colon":        "acme/a:b",
-		"empty group":         "acme/group:",
-		"group bad char":      "acme/group:a b",
-		"group glob":          "acme/group:web*",
-		"group nested":        "acme/group:a/b",
+		"empty set":           "acme/set:",
+		"set bad char":        "acme/set:a b",
+		"set glob":            "acme/set:web*",
+		"set nested":          "acme/set:a/b",
+		"empty old set":       "acme/group:",
+		"old set glob":        "acme/group:web*",
 		"glob unclosed class": "acme/log-[0-9",
 		"glob empty class":    "acme/[]",
 		"glob backslash":      `acme/a\*`,
@@ -109,8 +111,9 @@ func TestPatternMatches(t *testing.T) {
 		"glob star not tenant":     {"acme/*", acme, false},
 		"glob star any stream":     {"acme/*", acmeViews, true},
 		"glob other tenant":        {"acme/*", otherClicks, false},
-		"group not tenant":         {"acme/group:web", Resource{Tenant: "acme", Group: "web"}, false},
-		"group match":              {"acme/group:web", acmeWeb, true},
+		"set not tenant":           {"acme/set:web", Resource{Tenant: "acme", Set: "web"}, false},
+		"set match":                {"acme/set:web", acmeWeb, true},
+		"old set spelling match":   {"acme/group:web", acmeWeb, true},
 		"server with stream field": {"acme/clicks", Resource{Stream: "clicks"}, false},
 	}
 	for name, c := range cases {
@@ -134,7 +137,7 @@ func TestPatternMatches(t *testing.T) {
 // tenant or matches the server unless it is "*".
 func FuzzParseResource(f *testing.F) {
 	for _, s := range []string{
-		"*", "acme", "acme/clicks", "acme/click*", "acme/group:web", "acme/[a-", "acme/[^]]",
+		"*", "acme", "acme/clicks", "acme/click*", "acme/set:web", "acme/group:web", "acme/[a-", "acme/[^]]",
 		"acme/\\", "*/x", "acme//", "acme/group:", "acme/a/b", "a\x00b/c", "acme/[[:alpha:]]",
 	} {
 		f.Add(s, "acme", "clicks", "web")
@@ -147,18 +150,18 @@ func FuzzParseResource(f *testing.F) {
 			}
 			return
 		}
-		if p.String() != s {
-			t.Fatalf("ParseResource(%q).String() = %q", s, p.String())
+		if p.String() != canonical(s) {
+			t.Fatalf("ParseResource(%q).String() = %q, want %q", s, p.String(), canonical(s))
 		}
 		if again, err := ParseResource(p.String()); err != nil || again != p {
 			t.Fatalf("re-parse of %q = %+v, %v", s, again, err)
 		}
 		for _, r := range []Resource{
-			{Tenant: tenant, Stream: stream, Group: group},
+			{Tenant: tenant, Stream: stream, Set: group},
 			{Tenant: tenant},
 			{},
-			{Tenant: p.Tenant, Stream: stream, Group: group},
-			{Tenant: p.Tenant, Stream: p.Name, Group: p.Name},
+			{Tenant: p.Tenant, Stream: stream, Set: group},
+			{Tenant: p.Tenant, Stream: p.Name, Set: p.Name},
 		} {
 			m := p.Matches(r)
 			if m && p.Kind != PatternAll && r.Tenant != p.Tenant {
@@ -172,4 +175,31 @@ func FuzzParseResource(f *testing.F) {
 			}
 		}
 	})
+}
+
+// canonical is s with the deprecated stream-set prefix "group:" spelt
+// "set:", the one spelling ParseResource does not keep.
+func canonical(s string) string {
+	if tenant, rest, ok := strings.Cut(s, "/"); ok {
+		if name, old := strings.CutPrefix(rest, "group:"); old {
+			return tenant + "/set:" + name
+		}
+	}
+	return s
+}
+
+// The deprecated "<tenant>/group:<set>" parses to the same pattern as
+// "<tenant>/set:<set>" and prints as the latter.
+func TestParseResourceDeprecatedSetPrefix(t *testing.T) {
+	old, err := ParseResource("acme/group:web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := ParseResource("acme/set:web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old != cur || old.String() != "acme/set:web" {
+		t.Fatalf("acme/group:web = %+v (%q), acme/set:web = %+v", old, old.String(), cur)
+	}
 }

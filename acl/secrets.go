@@ -82,6 +82,10 @@ func newSealer(key []byte) (*sealer, error) {
 	return &sealer{aead: aead, id: secretsKeyID(key)}, nil
 }
 
+// SecretsKeyID is the id of a secrets key as records and errors name it;
+// a cluster records it so that every node is checked to share the key.
+func SecretsKeyID(key []byte) string { return secretsKeyID(key) }
+
 // secretsKeyID names a key in records and error messages without
 // revealing it: a domain-separated SHA-256 of a 256-bit random key, cut to
 // 8 bytes, which is plenty to tell two keys apart.

@@ -19,6 +19,9 @@ type KV interface {
 	Get(key []byte) ([]byte, bool, error)
 	Scan(prefix, start []byte, fn func(key, value []byte) error) error
 	Commit(set map[string][]byte, del []string) error
+	// DeleteKeys removes keys in order, in as many atomic commits as the
+	// store needs (catalog.Catalog.DeleteKeys).
+	DeleteKeys(keys []string) error
 }
 
 // Key layout. Every record is one JSON value under its own key, so that a
@@ -35,7 +38,10 @@ type Grant struct {
 	Principal string `json:"principal"`
 	Action    Action `json:"action"`
 	// Resource is "*", "<tenant>", "<tenant>/<stream>", "<tenant>/<glob>"
-	// (path.Match syntax, e.g. "acme/click*") or "<tenant>/group:<group>".
+	// (path.Match syntax, e.g. "acme/click*") or "<tenant>/set:<set>"
+	// (stored canonical: a grant given as the deprecated
+	// "<tenant>/group:<set>" is stored as "<tenant>/set:<set>"; grants stored
+	// before the rename keep their spelling and still apply).
 	Resource string    `json:"resource"`
 	Created  time.Time `json:"created"`
 }
@@ -135,7 +141,7 @@ func Open(kv KV, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	if len(orphans) > 0 {
-		if err := kv.Commit(nil, orphans); err != nil {
+		if err := kv.DeleteKeys(orphans); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("acl: open: delete %d records of deleted principals: %w", len(orphans), err)
 		}
@@ -318,8 +324,11 @@ func (s *Store) ListPrincipals() ([]PrincipalInfo, error) {
 	return out, nil
 }
 
-// DeletePrincipal deletes a principal together with its tokens and grants,
-// in one commit, so that no credential or grant outlives it.
+// DeletePrincipal deletes a principal together with its tokens, S3 keys
+// and grants: in one commit when the catalog takes them at once (always on
+// pebble), otherwise credentials first and the principal's record last, so
+// that no credential or grant outlives it; after a failure part-way the
+// principal is still there and deleting it again finishes.
 func (s *Store) DeletePrincipal(name string) error {
 	if err := checkPrincipalName(name); err != nil {
 		return err
@@ -329,7 +338,7 @@ func (s *Store) DeletePrincipal(name string) error {
 	if _, ok := s.lookupPrincipal(name); !ok {
 		return errNoPrincipal(name)
 	}
-	del := []string{prefixPrincipal + name}
+	var del []string
 	var hashes [][32]byte
 	s.mu.RLock()
 	for h, e := range s.mu.tokens {
@@ -358,7 +367,8 @@ func (s *Store) DeletePrincipal(name string) error {
 	if err != nil {
 		return fmt.Errorf("acl: delete principal %q: %w", name, err)
 	}
-	if err := s.kv.Commit(nil, del); err != nil {
+	del = append(del, prefixPrincipal+name)
+	if err := s.kv.DeleteKeys(del); err != nil {
 		return fmt.Errorf("acl: delete principal %q: %w", name, err)
 	}
 	if !s.shared {
@@ -390,6 +400,9 @@ func (s *Store) AddGrant(principal string, a Action, resource string) (Grant, er
 	if err != nil {
 		return Grant{}, err
 	}
+	// Store the canonical spelling, so that a grant given with the
+	// deprecated "group:" prefix reads back (and is found again) as "set:".
+	resource = pat.String()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if principal != Anonymous.Name {
@@ -416,7 +429,9 @@ func (s *Store) findGrant(principal string, a Action, resource string) (Grant, b
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, e := range s.mu.byPrincipal[principal] {
-		if e.grant.Action == a && e.grant.Resource == resource {
+		// Compare parsed patterns: a grant stored before the rename as
+		// "t/group:s" is the same grant as "t/set:s".
+		if e.grant.Action == a && e.pat.String() == resource {
 			return e.grant, true
 		}
 	}

@@ -519,7 +519,7 @@ func TestResourceString(t *testing.T) {
 		"server":  {server, "the server"},
 		"tenant":  {acme, "tenant acme"},
 		"stream":  {acmeClicks, "stream acme/clicks"},
-		"grouped": {acmeWeb, "stream acme/frontend (group web)"},
+		"grouped": {acmeWeb, "stream acme/frontend (set web)"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -527,5 +527,33 @@ func TestResourceString(t *testing.T) {
 				t.Fatalf("String() = %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// A grant stored before stream sets were renamed ("acme/group:web") still
+// applies after a restart, keeps its stored spelling, and is the same grant
+// as "acme/set:web"; a new grant given with the old spelling is stored as
+// "acme/set:web".
+func TestDeprecatedSetGrant(t *testing.T) {
+	e := newEnv(t)
+	e.principal("bob")
+	old := Grant{ID: "g-old", Principal: "bob", Action: Read, Resource: "acme/group:web", Created: time.Unix(1, 0).UTC()}
+	if err := e.cat.Commit(map[string][]byte{prefixGrant + old.ID: encode(old)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	if err := e.s.Authorize(Principal{Name: "bob"}, Read, acmeWeb); err != nil {
+		t.Fatalf("grant stored as acme/group:web: %v", err)
+	}
+	gs, err := e.s.ListGrants("bob")
+	if err != nil || len(gs) != 1 || gs[0].Resource != "acme/group:web" {
+		t.Fatalf("ListGrants = %+v, %v; want the stored grant as it was stored", gs, err)
+	}
+	if g, err := e.s.AddGrant("bob", Read, "acme/set:web"); !errors.Is(err, ErrExists) || g.ID != old.ID {
+		t.Fatalf("AddGrant of acme/set:web beside acme/group:web = %+v, %v; want the old grant and ErrExists", g, err)
+	}
+	g := e.grant("bob", Append, "acme/group:web")
+	if g.Resource != "acme/set:web" {
+		t.Fatalf("new grant given as acme/group:web stored as %q, want acme/set:web", g.Resource)
 	}
 }

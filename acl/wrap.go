@@ -34,32 +34,32 @@ type Lister interface {
 // read both answer ErrPermission. That is why denial never turns into
 // ErrNotFound here, and why heads can report a plain "access denied".
 //
-// Group grants ("<tenant>/group:<g>") apply when v is a
-// view.StreamGrouper (the tier-2 view is): the stream's group fills
-// Resource.Group, as the native API does. Without it only tenant, name,
+// Stream-set grants ("<tenant>/set:<s>") apply when v is a
+// view.StreamSets (the tier-2 view is): the stream's set fills
+// Resource.Set, as the native API does. Without it only tenant, name,
 // glob and "*" grants take effect.
 func Wrap(v view.View, a Authorizer, p Principal) view.View {
 	w := &wrapped{v: v, a: a, p: p}
 	w.l, _ = a.(Lister)
 	w.r, _ = a.(Ranger)
-	w.g, _ = v.(view.StreamGrouper)
+	w.g, _ = v.(view.StreamSets)
 	return w
 }
 
 type wrapped struct {
 	v view.View
 	a Authorizer
-	l Lister             // nil when a cannot filter cheaply
-	r Ranger             // nil when a cannot bound what p may see
-	g view.StreamGrouper // nil when v does not know groups
+	l Lister          // nil when a cannot filter cheaply
+	r Ranger          // nil when a cannot bound what p may see
+	g view.StreamSets // nil when v does not know stream sets
 	p Principal
 }
 
-// resource is the ACL resource of a tenant's stream, with its group.
+// resource is the ACL resource of a tenant's stream, with its stream set.
 func (w *wrapped) resource(ctx context.Context, tenant, stream string) Resource {
 	r := Resource{Tenant: tenant, Stream: stream}
 	if w.g != nil {
-		r.Group = w.g.StreamGroup(ctx, tenant, stream)
+		r.Set = w.g.StreamSet(ctx, tenant, stream)
 	}
 	return r
 }

@@ -153,37 +153,37 @@ func TestWrapWithoutLister(t *testing.T) {
 	}
 }
 
-// groupedView gives the fixture's streams groups, as the tier-2 view does
-// from core's stream configs.
-type groupedView struct {
+// setView gives the fixture's streams stream sets, as the tier-2 view
+// does from core's stream configs.
+type setView struct {
 	*viewtest.MemView
-	groups map[string]string // "tenant/stream" -> group
+	sets map[string]string // "tenant/stream" -> set
 }
 
-func (g groupedView) StreamGroup(_ context.Context, tenant, stream string) string {
-	return g.groups[tenant+"/"+stream]
+func (g setView) StreamSet(_ context.Context, tenant, stream string) string {
+	return g.sets[tenant+"/"+stream]
 }
 
-// A "<tenant>/group:<g>" grant reads exactly the streams of that group
+// A "<tenant>/set:<s>" grant reads exactly the streams of that set
 // through Wrap, as it does through the native API.
-func TestWrapGroupGrants(t *testing.T) {
+func TestWrapSetGrants(t *testing.T) {
 	e := newEnv(t)
 	e.principal("carol")
-	e.grant("carol", Read, "acme/group:web")
-	gv := groupedView{MemView: wrapFixture(), groups: map[string]string{"acme/clicks": "web", "acme/views": "web", "acme/logs": "ops"}}
+	e.grant("carol", Read, "acme/set:web")
+	gv := setView{MemView: wrapFixture(), sets: map[string]string{"acme/clicks": "web", "acme/views": "web", "acme/logs": "ops"}}
 	ctx := context.Background()
 	carol := Wrap(gv, e.s, Principal{Name: "carol"})
 	if got, want := listNames(t, carol, "/acme", 0), []string{"clicks", "views"}; !slices.Equal(got, want) {
 		t.Fatalf("/acme = %v, want %v", got, want)
 	}
 	if _, err := carol.Stat(ctx, "/acme/clicks/segment=1/c1"); err != nil {
-		t.Fatalf("group member stream: %v", err)
+		t.Fatalf("stream of the set: %v", err)
 	}
 	if _, err := carol.Open(ctx, "/acme/logs/segment=1/c1"); !errors.Is(err, view.ErrPermission) {
-		t.Fatalf("stream of another group: %v, want ErrPermission", err)
+		t.Fatalf("stream of another set: %v, want ErrPermission", err)
 	}
-	// Without group knowledge the grant matches nothing.
+	// Without stream-set knowledge the grant matches nothing.
 	if got := listNames(t, Wrap(gv.MemView, e.s, Principal{Name: "carol"}), "/acme", 0); len(got) != 0 {
-		t.Fatalf("without StreamGrouper /acme = %v, want nothing", got)
+		t.Fatalf("without StreamSets /acme = %v, want nothing", got)
 	}
 }

@@ -10,6 +10,16 @@
 // it is harmless: reads, deletes, and appends that carry a writer id and
 // sequence number, which the server deduplicates. Other appends and
 // creations are retried only when the connection could not be made at all.
+// WithRetry sets the number of tries, the first ceiling and the cap.
+//
+// The long-lived users of connections reconnect beyond one call's tries,
+// with the same backoff: a Producer retries a batch with the same sequence
+// number until it is acknowledged or ProducerOptions.DeliveryTimeout
+// passes; Follow resumes from its last cursor until its context ends; a
+// GroupReader retries reads, commits and joins for
+// GroupReaderOptions.RetryTimeout, and a reader cut off for longer than
+// the session timeout rejoins by itself. docs/api.md ("Go SDK: reconnects")
+// lists the settings.
 package client
 
 import (

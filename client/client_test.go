@@ -40,8 +40,8 @@ func TestAdminRoundTrip(t *testing.T) {
 	if ts, err := c.ListTenants(ctx); err != nil || len(ts) != 1 {
 		t.Fatalf("list tenants %v %v", ts, err)
 	}
-	st, err := c.CreateStream(ctx, "acme", StreamSpec{Name: "clicks", Encoding: EncodingFramed, Segments: 3, Group: "web"})
-	if err != nil || len(st.Segments) != 3 || st.Config.Encoding != EncodingFramed || st.Config.Group != "web" {
+	st, err := c.CreateStream(ctx, "acme", StreamSpec{Name: "clicks", Encoding: EncodingFramed, Segments: 3, Set: "web"})
+	if err != nil || len(st.Segments) != 3 || st.Config.Encoding != EncodingFramed || st.Config.Set != "web" {
 		t.Fatalf("create stream %+v %v", st, err)
 	}
 	if _, err := c.CreateStream(ctx, "acme", StreamSpec{Name: "bad", Encoding: "csv"}); !IsInvalid(err) {

@@ -22,8 +22,19 @@ type GroupReaderOptions struct {
 	// segments has any (default 500 ms; the server caps it).
 	Wait time.Duration
 	// HeartbeatInterval is how often the session is renewed (default a
-	// third of the group's session timeout).
+	// third of the group's session timeout). Each heartbeat, retries
+	// included, gets at most this long, so that a connection that hangs
+	// does not hold back the next one.
 	HeartbeatInterval time.Duration
+	// RetryTimeout bounds how long Next, Commit and CommitPositions keep
+	// retrying transient failures (network errors, 502/503/504) with the
+	// client's backoff before they return the last error. 0 retries until
+	// the call's context ends.
+	RetryTimeout time.Duration
+	// OnRetry, when set, is called before such a retry with the failed
+	// attempt's error, its number and the wait before the next one. It
+	// must not block.
+	OnRetry func(err error, attempt int, wait time.Duration)
 }
 
 // GroupEvent is an event read through a group.
@@ -49,6 +60,14 @@ var ErrRebalanced = errors.New("silt: group rebalanced; positions not committed"
 // NewGroupReader ends — after which, unless Close left the group, the
 // server hands the reader's segments to the others once its session
 // times out.
+//
+// Connections that break are made again: every call retries transient
+// failures with exponential backoff and full jitter, capped (WithRetry);
+// Next, Commit and CommitPositions go on retrying for RetryTimeout, and
+// heartbeats retry until the next one is due. A reader cut off for longer
+// than the session timeout finds its generation over when it comes back,
+// rejoins, and goes on from the group's committed positions (its own
+// segments again if no other reader took them).
 //
 // A GroupReader is used by one goroutine at a time.
 type GroupReader struct {
@@ -87,7 +106,11 @@ func (c *Client) NewGroupReader(ctx context.Context, tenant, group string, opts 
 		opts.Wait = 500 * time.Millisecond
 	}
 	r := &GroupReader{c: c, tenant: tenant, group: group, opts: opts, dirty: map[GroupSegment]bool{}}
-	a, err := c.JoinGroup(ctx, tenant, group, opts.Member)
+	var a Assignment
+	err := r.retry(ctx, func() (err error) {
+		a, err = c.JoinGroup(ctx, tenant, group, opts.Member)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -152,15 +175,20 @@ func (r *GroupReader) heartbeat(ctx context.Context, every time.Duration) {
 		r.mu.Lock()
 		gen, rejoin := r.mu.gen, r.mu.rejoin
 		r.mu.Unlock()
+		// A beat that hangs (a stalled connection) gives up when the next
+		// is due, so that one bad connection cannot cost the session.
+		bctx, cancel := context.WithTimeout(ctx, every)
 		if rejoin {
 			// Next rejoins; until then keep the session alive by joining,
 			// which for a live member changes nothing.
-			if _, err := r.c.JoinGroup(ctx, r.tenant, r.group, r.opts.Member); err != nil && IsNotFound(err) {
+			if _, err := r.c.JoinGroup(bctx, r.tenant, r.group, r.opts.Member); err != nil && IsNotFound(err) {
 				r.fail(err)
 			}
+			cancel()
 			continue
 		}
-		_, err := r.c.GroupHeartbeat(ctx, r.tenant, r.group, r.opts.Member, gen)
+		_, err := r.c.GroupHeartbeat(bctx, r.tenant, r.group, r.opts.Member, gen)
+		cancel()
 		switch {
 		case err == nil:
 		case IsRejoin(err):
@@ -172,8 +200,8 @@ func (r *GroupReader) heartbeat(ctx context.Context, every time.Duration) {
 		case IsNotFound(err) || IsForbidden(err) || IsConflict(err):
 			r.fail(err)
 		}
-		// Other errors (network, 503) are retried at the next tick; the
-		// session outlives a few missed beats.
+		// Other errors (network, 503, a beat cut short) are retried at
+		// the next tick; the session outlives a few missed beats.
 	}
 }
 
@@ -196,12 +224,41 @@ func (r *GroupReader) sync(ctx context.Context) error {
 	if !rejoin {
 		return nil
 	}
-	a, err := r.c.JoinGroup(ctx, r.tenant, r.group, r.opts.Member)
+	var a Assignment
+	err = r.retry(ctx, func() (err error) {
+		a, err = r.c.JoinGroup(ctx, r.tenant, r.group, r.opts.Member)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	r.adopt(a)
 	return nil
+}
+
+// retry runs call again after transient failures, beyond the client's
+// own few attempts, sleeping as the client's policy says (full jitter
+// under an exponentially growing ceiling, capped), until it succeeds,
+// fails for good, RetryTimeout passes or ctx ends. call must be safe to
+// repeat; every call a GroupReader makes is.
+func (r *GroupReader) retry(ctx context.Context, call func() error) error {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		err := call()
+		if err == nil || ctx.Err() != nil || !retryable(err) {
+			return err
+		}
+		wait := r.c.retry.delay(attempt)
+		if t := r.opts.RetryTimeout; t > 0 && time.Since(start)+wait > t {
+			return err
+		}
+		if r.opts.OnRetry != nil {
+			r.opts.OnRetry(err, attempt, wait)
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
 }
 
 // Next returns the next events of the reader's segments: from one
@@ -235,7 +292,11 @@ func (r *GroupReader) Next(ctx context.Context) ([]GroupEvent, error) {
 
 func (r *GroupReader) read(ctx context.Context, i int, wait time.Duration) ([]GroupEvent, error) {
 	p := r.segs[i]
-	b, err := r.c.Read(ctx, r.tenant, p.Stream, ReadOptions{Segment: p.Segment, From: p.Offset, Max: r.opts.Max, Wait: wait})
+	var b Batch
+	err := r.retry(ctx, func() (err error) {
+		b, err = r.c.Read(ctx, r.tenant, p.Stream, ReadOptions{Segment: p.Segment, From: p.Offset, Max: r.opts.Max, Wait: wait})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s/%s from %d: %w", p.Stream, p.Segment, p.Offset, err)
 	}
@@ -284,7 +345,7 @@ func (r *GroupReader) commit(ctx context.Context, pos []Position) error {
 	r.mu.Lock()
 	gen := r.mu.gen
 	r.mu.Unlock()
-	err := r.c.CommitGroup(ctx, r.tenant, r.group, r.opts.Member, gen, pos)
+	err := r.retry(ctx, func() error { return r.c.CommitGroup(ctx, r.tenant, r.group, r.opts.Member, gen, pos) })
 	if IsRejoin(err) {
 		r.mu.Lock()
 		r.mu.rejoin = true

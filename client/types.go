@@ -22,7 +22,12 @@ type StreamSpec struct {
 	Encoding string            `json:"encoding,omitempty"`
 	Segments int               `json:"segments,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
-	Group    string            `json:"group,omitempty"`
+	// Set puts the stream in a stream set, for grants on
+	// "tenant/set:<Set>".
+	Set string `json:"set,omitempty"`
+	// Deprecated: Group is the former name of Set; the server still
+	// accepts it. Give Set.
+	Group string `json:"group,omitempty"`
 	// Retention, if set, bounds the stream's tier-2 history.
 	Retention *Retention `json:"retention,omitempty"`
 	// TierPrefix, if set, puts the stream's tier-2 objects under
@@ -41,12 +46,15 @@ type Retention struct {
 
 // StreamConfig is a stream's configuration, fixed at creation.
 type StreamConfig struct {
-	Encoding   string            `json:"encoding"`
-	Segments   int               `json:"segments"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	Group      string            `json:"group,omitempty"`
-	Retention  *Retention        `json:"retention,omitempty"`
-	TierPrefix string            `json:"tier_prefix,omitempty"`
+	Encoding string            `json:"encoding"`
+	Segments int               `json:"segments"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Set      string            `json:"set,omitempty"`
+	// Deprecated: Group is Set under its former name, as servers before
+	// the rename sent it.
+	Group      string     `json:"group,omitempty"`
+	Retention  *Retention `json:"retention,omitempty"`
+	TierPrefix string     `json:"tier_prefix,omitempty"`
 }
 
 // Segment is one segment's state. It owns routing keys whose KeyHash is in
@@ -168,7 +176,8 @@ type Token struct {
 
 // Grant allows a principal an action ("read", "append", "admin") on a
 // resource pattern ("*", "tenant", "tenant/stream", "tenant/glob*",
-// "tenant/group:g").
+// "tenant/set:s"; "tenant/group:s" is the deprecated spelling of the
+// last).
 type Grant struct {
 	ID        string    `json:"id"`
 	Principal string    `json:"principal"`

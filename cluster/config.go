@@ -1,15 +1,21 @@
 // Package cluster is what makes a silt node part of a cluster on etcd:
 // the cluster section of the configuration, the connection to etcd, the
 // cluster's identity (kept under the key prefix and in the data
-// directory) and, until segments have owners, the lock that lets one node
-// at a time serve a prefix.
+// directory), membership (each node registered under a lease, and the
+// probe /readyz follows), the move of a single node's catalog into etcd
+// (Init) and, until segments have owners, the lock that lets one node at
+// a time serve a prefix.
 //
 // Keys under cluster.etcd.prefix (see docs/cluster.md):
 //
-//	<prefix>cluster/id        the cluster's id, created by its first node
-//	<prefix>cluster/serving/  the serving lock (concurrency.Mutex)
-//	<prefix>cluster/node      who holds it, under the holder's lease
-//	<prefix>catalog/          the catalog (core/catalog on etcd)
+//	<prefix>cluster/id              the cluster's id, created by its first node
+//	<prefix>cluster/secrets_key_id  the id of the key S3 secrets are sealed with
+//	<prefix>cluster/serving/        the serving lock (concurrency.Mutex)
+//	<prefix>cluster/node            who holds it, under the holder's lease
+//	<prefix>cluster/members/<id>    a live node, under its membership lease
+//	<prefix>cluster/init            while Init copies: the directory it moves
+//	<prefix>catalog/                the catalog (core/catalog on etcd)
+//	<prefix>wal/<node>/             a node's write-ahead log fence (wal.go)
 package cluster
 
 import (
@@ -17,6 +23,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -28,6 +35,21 @@ import (
 // Config is the `cluster` section.
 type Config struct {
 	Etcd EtcdConfig `koanf:"etcd"`
+	// LeaseTTL is the membership lease: a node that stops renewing it
+	// (dead, or cut off from etcd) leaves the list of live nodes this
+	// long after its last renewal.
+	LeaseTTL  time.Duration   `koanf:"lease_ttl" help:"TTL of the lease a node is registered under: a dead node leaves silt cluster nodes this long after its last heartbeat"`
+	Advertise AdvertiseConfig `koanf:"advertise"`
+}
+
+// AdvertiseConfig is where other nodes and clients reach this node's
+// heads. Empty: the address the head listens on (a wildcard host such as
+// 0.0.0.0 replaced by the machine's host name).
+type AdvertiseConfig struct {
+	API     string `koanf:"api" help:"host:port other nodes and clients reach the native API at (empty: the listen address)"`
+	S3      string `koanf:"s3" help:"host:port of the S3 head as others reach it (empty: the listen address)"`
+	NFS     string `koanf:"nfs" help:"host:port of the NFS head as others reach it (empty: the listen address)"`
+	WebHDFS string `koanf:"webhdfs" help:"host:port of the WebHDFS head as others reach it (empty: the listen address)"`
 }
 
 // EtcdConfig says how to reach etcd.
@@ -58,7 +80,7 @@ func DefaultConfig() Config {
 		LockTTL:        10 * time.Second,
 		MaxTxnOps:      catalog.DefaultMaxTxnOps,
 		MaxTxnBytes:    catalog.DefaultMaxTxnBytes,
-	}}
+	}, LeaseTTL: 5 * time.Second}
 }
 
 // Enabled reports whether the node is in a cluster (endpoints are set).
@@ -89,6 +111,18 @@ func (c Config) Validate() error {
 	}
 	if e.DialTimeout <= 0 || e.RequestTimeout <= 0 || e.LockTTL < time.Second {
 		errs = append(errs, errors.New("cluster.etcd.dial_timeout and request_timeout must be positive, lock_ttl at least 1s"))
+	}
+	if c.LeaseTTL < time.Second || c.LeaseTTL%time.Second != 0 {
+		// etcd's leases count whole seconds.
+		errs = append(errs, fmt.Errorf("cluster.lease_ttl: %v must be a whole number of seconds, at least 1s", c.LeaseTTL))
+	}
+	for _, a := range []struct{ key, v string }{{"api", c.Advertise.API}, {"s3", c.Advertise.S3}, {"nfs", c.Advertise.NFS}, {"webhdfs", c.Advertise.WebHDFS}} {
+		if a.v == "" {
+			continue
+		}
+		if host, port, err := net.SplitHostPort(a.v); err != nil || host == "" || port == "" || port == "0" {
+			errs = append(errs, fmt.Errorf("cluster.advertise.%s: %q is not host:port with a host and a port", a.key, a.v))
+		}
 	}
 	if e.MaxTxnOps < 1 || e.MaxTxnBytes < 1024 {
 		errs = append(errs, errors.New("cluster.etcd.max_txn_ops must be positive and max_txn_bytes at least 1024"))

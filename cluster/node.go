@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 
 	"github.com/silt-io/silt/core/catalog"
 	"github.com/silt-io/silt/core/vfs"
@@ -30,10 +31,14 @@ var ErrRefused = errors.New("cluster: start refused")
 // directory belongs to.
 const IdentityFile = "cluster.json"
 
-// identity is IdentityFile's content.
+// identity is IdentityFile's content. NodeID names this data directory
+// among the cluster's members; it is made once and kept, so that a node
+// restarted on its directory registers under the same id. Files written
+// before membership lack it, and get one at the next start.
 type identity struct {
 	ClusterID string `json:"cluster_id"`
 	Prefix    string `json:"prefix"`
+	NodeID    string `json:"node_id,omitempty"`
 }
 
 // holder is what <prefix>cluster/node says about the serving node.
@@ -48,10 +53,13 @@ type holder struct {
 // and the serving lock it holds.
 type Node struct {
 	cfg     Config
+	opts    options
 	dataDir string
 	log     *zap.Logger
 	cli     *clientv3.Client
 	id      string
+	nodeID  string
+	met     *metrics
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -65,6 +73,26 @@ type Node struct {
 	sessMu sync.Mutex
 	sess   *concurrency.Session
 	mutex  *concurrency.Mutex
+
+	// member is the membership loop's state (members.go).
+	member membership
+}
+
+// An Option changes how Start joins the cluster.
+type Option func(*options)
+
+type options struct {
+	secretsKeyID string
+	haveKeyID    bool
+}
+
+// WithSecretsKeyID gives the id of the secrets key this node seals S3
+// secrets with (acl.SecretsKeyID), or "" when it has no key file yet.
+// Every node of a cluster must share the key: Start refuses a node whose
+// key is not the one the prefix records (RecordSecretsKeyID records it).
+// Without the option nothing is checked.
+func WithSecretsKeyID(id string) Option {
+	return func(o *options) { o.secretsKeyID, o.haveKeyID = id, true }
 }
 
 // CheckSingleNode refuses a data directory that belongs to a cluster when
@@ -81,20 +109,26 @@ func CheckSingleNode(dataDir string) error {
 // Start connects to etcd, checks that dataDir and the prefix belong to
 // one cluster (creating the cluster on first use), and takes the serving
 // lock. A refusal wraps ErrRefused and changes nothing.
-func Start(cfg Config, dataDir string, log *zap.Logger) (*Node, error) {
+func Start(cfg Config, dataDir string, log *zap.Logger, opts ...Option) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = zap.NewNop()
 	}
-	cli, err := dial(cfg.Etcd, log)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	met := newMetrics()
+	cli, err := dial(cfg.Etcd, log, met)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &Node{cfg: cfg, dataDir: dataDir, log: log, cli: cli, ctx: ctx, cancel: cancel,
+	n := &Node{cfg: cfg, opts: o, dataDir: dataDir, log: log, cli: cli, met: met, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), lost: make(chan struct{})}
+	n.member.done = make(chan struct{})
 	if err := n.start(); err != nil {
 		cancel()
 		cli.Close()
@@ -104,7 +138,9 @@ func Start(cfg Config, dataDir string, log *zap.Logger) (*Node, error) {
 	return n, nil
 }
 
-func dial(e EtcdConfig, log *zap.Logger) (*clientv3.Client, error) {
+// dial connects to etcd; every unary call of the client (each attempt,
+// retries included) is counted and timed in met.
+func dial(e EtcdConfig, log *zap.Logger, met *metrics) (*clientv3.Client, error) {
 	pw, err := e.password()
 	if err != nil {
 		return nil, err
@@ -121,7 +157,8 @@ func dial(e EtcdConfig, log *zap.Logger) (*clientv3.Client, error) {
 		TLS:         tlsCfg,
 		// etcd's client logs every retry at info; silt's log keeps
 		// its warnings.
-		Logger: log.Named("etcd").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
+		Logger:      log.Named("etcd").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(met.intercept)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd %v: %w", e.Endpoints, err)
@@ -156,11 +193,17 @@ func (n *Node) start() error {
 			ErrRefused, n.dataDir, dirID.ClusterID, dirID.Prefix, e.Prefix, etcdID)
 	case !inDir:
 		if _, err := os.Stat(filepath.Join(n.dataDir, "catalog")); err == nil {
-			return fmt.Errorf("%w: data directory %s holds a single node's catalog; a cluster node starts on a data directory of its own (moving a single node into a cluster is not supported yet)",
+			return fmt.Errorf("%w: data directory %s holds a single node's catalog: make it the first node of a new cluster with silt cluster init (docs/cluster.md), or start a node on a data directory of its own",
 				ErrRefused, n.dataDir)
 		}
 	}
 	if err := n.lock(); err != nil {
+		return err
+	}
+	// The secrets key is checked under the lock, so that a second node is
+	// told first that another serves the prefix.
+	if err := n.checkSecretsKey(ctx); err != nil {
+		n.unlock()
 		return err
 	}
 	if etcdID == "" {
@@ -171,10 +214,81 @@ func (n *Node) start() error {
 		n.log.Info("created cluster", zap.String("cluster_id", etcdID), zap.String("prefix", e.Prefix))
 	}
 	n.id = etcdID
-	if !inDir {
-		if err := writeIdentity(n.dataDir, identity{ClusterID: etcdID, Prefix: e.Prefix}); err != nil {
+	n.nodeID = dirID.NodeID
+	if !inDir || dirID.NodeID == "" {
+		if n.nodeID == "" {
+			n.nodeID = newNodeID()
+		}
+		if err := writeIdentity(n.dataDir, identity{ClusterID: etcdID, Prefix: e.Prefix, NodeID: n.nodeID}); err != nil {
 			n.unlock()
 			return err
+		}
+	}
+	return nil
+}
+
+// newNodeID makes a node id: short enough for a table, random enough that
+// two data directories never share one.
+func newNodeID() string {
+	var raw [6]byte
+	rand.Read(raw[:])
+	return "n" + hex.EncodeToString(raw[:])
+}
+
+func newClusterID() string {
+	var raw [16]byte
+	rand.Read(raw[:])
+	return hex.EncodeToString(raw[:])
+}
+
+// checkSecretsKey refuses a node whose secrets key is not the one the
+// prefix records: its S3 secrets would be sealed with a key the other
+// nodes cannot open, and theirs would not open here.
+func (n *Node) checkSecretsKey(ctx context.Context) error {
+	if !n.opts.haveKeyID {
+		return nil
+	}
+	resp, err := n.cli.Get(ctx, n.key("secrets_key_id"))
+	if err != nil {
+		return fmt.Errorf("%w: read the cluster's secrets key id: %w", catalog.ErrUnavailable, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil
+	}
+	want := string(resp.Kvs[0].Value)
+	switch n.opts.secretsKeyID {
+	case want:
+		return nil
+	case "":
+		return fmt.Errorf("%w: the cluster on prefix %s seals S3 secrets with secrets key %s, and this node has no secrets key file: copy the cluster's key file to auth.secrets_key_file (default <core.dir>/keys/secrets.key) before starting it",
+			ErrRefused, n.cfg.Etcd.Prefix, want)
+	default:
+		return fmt.Errorf("%w: the cluster on prefix %s seals S3 secrets with secrets key %s, but this node's key (auth.secrets_key_file) is %s: every node of a cluster needs the same key file",
+			ErrRefused, n.cfg.Etcd.Prefix, want, n.opts.secretsKeyID)
+	}
+}
+
+// RecordSecretsKeyID records id as the cluster's secrets key unless one is
+// recorded already; a different one recorded is refused (ErrRefused).
+// silt serve calls it once the access-control store opened with the key,
+// which proves that the key opens the S3 secrets already sealed: a node
+// with a wrong key that started first on a cluster made before keys were
+// recorded fails there and records nothing.
+func (n *Node) RecordSecretsKeyID(id string) error {
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Etcd.RequestTimeout)
+	defer cancel()
+	k := n.key("secrets_key_id")
+	resp, err := n.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, id)).
+		Else(clientv3.OpGet(k)).Commit()
+	if err != nil {
+		return fmt.Errorf("%w: record the cluster's secrets key id: %w", catalog.ErrUnavailable, err)
+	}
+	if !resp.Succeeded {
+		if got := string(resp.Responses[0].GetResponseRange().Kvs[0].Value); got != id {
+			return fmt.Errorf("%w: the cluster on prefix %s seals S3 secrets with secrets key %s, but this node's key (auth.secrets_key_file) is %s: every node of a cluster needs the same key file",
+				ErrRefused, n.cfg.Etcd.Prefix, got, id)
 		}
 	}
 	return nil
@@ -240,9 +354,7 @@ func (n *Node) unlock() {
 
 // createID creates the cluster's id unless another node just did.
 func (n *Node) createID() (string, error) {
-	var raw [16]byte
-	rand.Read(raw[:])
-	id := hex.EncodeToString(raw[:])
+	id := newClusterID()
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Etcd.RequestTimeout)
 	defer cancel()
 	k := n.key("id")
@@ -343,9 +455,13 @@ func (n *Node) OpenCatalog() (*catalog.Catalog, error) {
 func (n *Node) Close() error {
 	n.cancel()
 	<-n.done
+	n.leave()
 	n.unlock()
 	return n.cli.Close()
 }
+
+// NodeID is this node's id among the cluster's members.
+func (n *Node) NodeID() string { return n.nodeID }
 
 func readIdentity(dataDir string) (identity, bool, error) {
 	b, err := os.ReadFile(filepath.Join(dataDir, IdentityFile))

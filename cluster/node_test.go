@@ -49,9 +49,9 @@ func state(t *testing.T, srv *etcdtest.Server, prefix, dir string) string {
 	return fmt.Sprint(keys, files)
 }
 
-func mustStart(t *testing.T, cfg Config, dir string) *Node {
+func mustStart(t *testing.T, cfg Config, dir string, opts ...Option) *Node {
 	t.Helper()
-	n, err := Start(cfg, dir, nil)
+	n, err := Start(cfg, dir, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +65,7 @@ func TestStartRefusals(t *testing.T) {
 		// setup prepares the data dir and etcd and returns the config
 		// the refused node starts with.
 		setup func(t *testing.T, dir string) Config
+		opts  []Option
 		want  string
 	}{
 		"another node serves the prefix": {
@@ -102,6 +103,38 @@ func TestStartRefusals(t *testing.T) {
 			},
 			want: "holds a single node's catalog",
 		},
+		"another secrets key": {
+			setup: func(t *testing.T, dir string) Config {
+				cfg := testConfig(srv, "/keys/")
+				n, err := Start(cfg, t.TempDir(), nil, WithSecretsKeyID("1111111111111111"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := n.RecordSecretsKeyID("1111111111111111"); err != nil {
+					t.Fatal(err)
+				}
+				n.Close()
+				return cfg
+			},
+			opts: []Option{WithSecretsKeyID("2222222222222222")},
+			want: "seals S3 secrets with secrets key 1111111111111111, but this node's key (auth.secrets_key_file) is 2222222222222222",
+		},
+		"no secrets key in a cluster that has one": {
+			setup: func(t *testing.T, dir string) Config {
+				cfg := testConfig(srv, "/nokey/")
+				n, err := Start(cfg, t.TempDir(), nil, WithSecretsKeyID("1111111111111111"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := n.RecordSecretsKeyID("1111111111111111"); err != nil {
+					t.Fatal(err)
+				}
+				n.Close()
+				return cfg
+			},
+			opts: []Option{WithSecretsKeyID("")},
+			want: "this node has no secrets key file: copy the cluster's key file",
+		},
 		"damaged identity": {
 			setup: func(t *testing.T, dir string) Config {
 				if err := os.WriteFile(filepath.Join(dir, IdentityFile), []byte("{"), 0o600); err != nil {
@@ -116,7 +149,7 @@ func TestStartRefusals(t *testing.T) {
 			dir := t.TempDir()
 			cfg := tc.setup(t, dir)
 			before := state(t, srv, cfg.Etcd.Prefix, dir)
-			n, err := Start(cfg, dir, nil)
+			n, err := Start(cfg, dir, nil, tc.opts...)
 			if err == nil {
 				n.Close()
 				t.Fatal("start not refused")
@@ -153,6 +186,9 @@ func TestIdentityAndLockLifecycle(t *testing.T) {
 	// The lock is released at Close: the same data dir starts again and
 	// finds the same cluster; so does a new node's.
 	b := mustStart(t, cfg, dir)
+	if b.NodeID() != a.NodeID() {
+		t.Errorf("node id after restart %s, want %s", b.NodeID(), a.NodeID())
+	}
 	if b.ClusterID() != id {
 		t.Errorf("cluster id after restart %s, want %s", b.ClusterID(), id)
 	}
@@ -203,19 +239,29 @@ func TestConfigValidate(t *testing.T) {
 	for name, tc := range map[string]struct {
 		edit func(*EtcdConfig)
 		want string
+		// cfg edits the rest of the section.
+		cfg func(*Config)
 	}{
-		"default":          {func(*EtcdConfig) {}, ""},
-		"endpoint no url":  {func(e *EtcdConfig) { e.Endpoints = []string{"127.0.0.1:2379"} }, "not an http:// or https:// URL"},
-		"prefix no slash":  {func(e *EtcdConfig) { e.Prefix = "silt" }, "must start and end with /"},
-		"prefix root":      {func(e *EtcdConfig) { e.Prefix = "/" }, "must start and end with /"},
-		"two passwords":    {func(e *EtcdConfig) { e.Username, e.Password, e.PasswordFile = "u", "p", "f" }, "both set"},
-		"password no user": {func(e *EtcdConfig) { e.Password = "p" }, "needs cluster.etcd.username"},
-		"cert no key":      {func(e *EtcdConfig) { e.CertFile = "c" }, "go together"},
-		"zero timeout":     {func(e *EtcdConfig) { e.RequestTimeout = 0 }, "must be positive"},
-		"tiny txn":         {func(e *EtcdConfig) { e.MaxTxnOps = 0 }, "max_txn_ops"},
+		"default":           {func(*EtcdConfig) {}, "", nil},
+		"endpoint no url":   {func(e *EtcdConfig) { e.Endpoints = []string{"127.0.0.1:2379"} }, "not an http:// or https:// URL", nil},
+		"prefix no slash":   {func(e *EtcdConfig) { e.Prefix = "silt" }, "must start and end with /", nil},
+		"prefix root":       {func(e *EtcdConfig) { e.Prefix = "/" }, "must start and end with /", nil},
+		"two passwords":     {func(e *EtcdConfig) { e.Username, e.Password, e.PasswordFile = "u", "p", "f" }, "both set", nil},
+		"password no user":  {func(e *EtcdConfig) { e.Password = "p" }, "needs cluster.etcd.username", nil},
+		"cert no key":       {func(e *EtcdConfig) { e.CertFile = "c" }, "go together", nil},
+		"zero timeout":      {func(e *EtcdConfig) { e.RequestTimeout = 0 }, "must be positive", nil},
+		"tiny txn":          {func(e *EtcdConfig) { e.MaxTxnOps = 0 }, "max_txn_ops", nil},
+		"lease under 1s":    {func(*EtcdConfig) {}, "cluster.lease_ttl: 500ms must be a whole number of seconds", func(c *Config) { c.LeaseTTL = 500 * time.Millisecond }},
+		"lease fraction":    {func(*EtcdConfig) {}, "cluster.lease_ttl: 1.5s", func(c *Config) { c.LeaseTTL = 1500 * time.Millisecond }},
+		"advertise no port": {func(*EtcdConfig) {}, `cluster.advertise.s3: "db5" is not host:port`, func(c *Config) { c.Advertise.S3 = "db5" }},
+		"advertise port 0":  {func(*EtcdConfig) {}, `cluster.advertise.api: "db5:0"`, func(c *Config) { c.Advertise.API = "db5:0" }},
+		"advertise ok":      {func(*EtcdConfig) {}, "", func(c *Config) { c.Advertise.NFS, c.Advertise.WebHDFS = "db5:2049", "[::1]:9870" }},
 	} {
 		c := DefaultConfig()
 		tc.edit(&c.Etcd)
+		if tc.cfg != nil {
+			tc.cfg(&c)
+		}
 		err := c.Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
@@ -400,5 +446,29 @@ func TestStartAuth(t *testing.T) {
 				t.Errorf("error shows the password: %v", err)
 			}
 		})
+	}
+}
+
+// The first key recorded is the cluster's; another is refused, the same
+// one accepted again. Start alone records nothing: only silt serve, once
+// the key opened the catalog's sealed secrets, records it.
+func TestSecretsKeyRecord(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cfg := testConfig(srv, "/record/")
+	n := mustStart(t, cfg, t.TempDir())
+	resp, err := srv.Client(t).Get(context.Background(), "/record/cluster/secrets_key_id")
+	if err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("Start recorded a key: %v %v", resp.Kvs, err)
+	}
+	n.Close()
+	n = mustStart(t, cfg, t.TempDir(), WithSecretsKeyID("aaaaaaaaaaaaaaaa"))
+	if err := n.RecordSecretsKeyID("aaaaaaaaaaaaaaaa"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.RecordSecretsKeyID("aaaaaaaaaaaaaaaa"); err != nil {
+		t.Fatalf("the same key again: %v", err)
+	}
+	if err := n.RecordSecretsKeyID("bbbbbbbbbbbbbbbb"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "every node of a cluster needs the same key file") {
+		t.Fatalf("another key: %v", err)
 	}
 }

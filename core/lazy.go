@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -303,6 +304,20 @@ func (s *Store) learn(st *stream, i int) (segment.State, error) {
 		}
 		return sl.state, nil
 	}
+	// A segment without a directory has never been used: empty, and
+	// opening it would make its files.
+	var segDirs []string
+	err := s.dirOp(1, func() (err error) { segDirs, err = s.fs.List(s.streamDir(st.rec)); return err })
+	if err != nil {
+		sl.mu.Unlock()
+		return segment.State{}, fmt.Errorf("list %s: %w", s.streamDir(st.rec), err)
+	}
+	if !slices.Contains(segDirs, st.rec.Segments[i].ID) {
+		sl.known = true
+		state := sl.state
+		sl.mu.Unlock()
+		return state, nil
+	}
 	if err := s.openSlot(st, i); err != nil {
 		sl.mu.Unlock()
 		return segment.State{}, err
@@ -340,27 +355,6 @@ func (s *Store) markUntiered(st *stream, i int) {
 	s.lazy.mu.Unlock()
 }
 
-// markUntieredRef is markUntiered by name, for a replay that knows
-// segments by SegmentRef. It runs during load, before the store is shared
-// (it reads the stream table without mu); it reports whether the segment exists (a segment replayed for a
-// deleted stream, or a former incarnation, does not).
-func (s *Store) markUntieredRef(ref SegmentRef) bool {
-	ts := s.mu.tenants[ref.Tenant]
-	if ts == nil {
-		return false
-	}
-	st := ts.streams[ref.Stream]
-	if st == nil || st.rec.Created.UnixNano() != ref.Incarnation {
-		return false
-	}
-	i, err := st.segmentIndex(ref.Segment)
-	if err != nil {
-		return false
-	}
-	s.markUntiered(st, i)
-	return true
-}
-
 // seedFromDirs marks every segment that has a tier-1 directory. A stream
 // or segment without one has never been used (directories are made by the
 // first use), so it is known to be empty. present holds the streams whose
@@ -383,6 +377,7 @@ func (s *Store) seedFromDirs(present []*stream) error {
 		for i, seg := range st.rec.Segments {
 			if has[seg.ID] {
 				s.markUntiered(st, i)
+				s.wal.untiered(st.ref(i))
 			}
 		}
 	}

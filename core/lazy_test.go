@@ -121,8 +121,10 @@ func TestIdleLogsCloseAndReopen(t *testing.T) {
 	if _, err := s.ListStreams(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if all := s.Streams(); len(all) != 3 || all[2].Segments[0].NextOffset != 1 {
-		t.Fatalf("Streams: %+v", all)
+	for _, name := range []string{"s0000", "s0001", "s0002"} {
+		if st, err := s.GetStream(ctx, "acme", name); err != nil || st.Segments[0].NextOffset != 1 {
+			t.Fatalf("GetStream %s: %+v %v", name, st, err)
+		}
 	}
 	if n := s.lazy.opens.Load() - opens; n != 0 {
 		t.Fatalf("describing idle streams opened %d logs", n)
@@ -507,67 +509,51 @@ func TestWaitEndsOnDeleteAndClose(t *testing.T) {
 	}
 }
 
-// After a restart, Streams reports the bounds of segments nobody has used
-// since (learned by opening each once, in the background or by Streams
-// itself) and leaves none of their logs open.
-func TestStreamsAfterRestart(t *testing.T) {
+// After a restart, a description reports the bounds of segments nobody
+// has used since, learned by opening each once, and leaves none of their
+// logs open; a segment never used is known empty without an open.
+func TestDescribeAfterRestart(t *testing.T) {
+	ctx := context.Background()
 	dir := t.TempDir()
 	s := openStore(t, dir)
 	fill(t, s, 3, 2)
+	if _, err := s.CreateStream(ctx, "acme", "unused", StreamConfig{Segments: 2}); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
 	s = openStore(t, dir)
 	defer s.Close()
-	all := s.Streams()
-	if len(all) != 3 {
-		t.Fatalf("%d streams", len(all))
+	if n := s.lazy.opens.Load(); n != 0 {
+		t.Fatalf("start-up opened %d logs", n)
 	}
-	for _, st := range all {
+	for _, name := range []string{"s0000", "s0001", "s0002"} {
+		st, err := s.GetStream(ctx, "acme", name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, seg := range st.Segments {
 			if seg.NextOffset != 1 || seg.Bytes == 0 {
 				t.Fatalf("%s segment %s after restart: %+v", st.Name, seg.ID, seg)
 			}
 		}
 	}
+	st, err := s.GetStream(ctx, "acme", "unused")
+	if err != nil || st.Segments[0].NextOffset != 0 || st.Segments[1].Bytes != 0 {
+		t.Fatalf("unused stream after restart: %+v %v", st, err)
+	}
 	if n := s.OpenSegments(); n != 0 {
 		t.Fatalf("%d logs left open by learning their bounds", n)
 	}
 	if n := s.lazy.opens.Load(); n != 6 {
-		t.Fatalf("6 segments learned with %d opens", n)
+		t.Fatalf("6 segments with files learned with %d opens", n)
 	}
-}
-
-// The seeding seam by name marks only segments of live incarnations.
-func TestMarkUntieredRef(t *testing.T) {
-	ctx := context.Background()
-	s := openStore(t, t.TempDir())
-	defer s.Close()
-	s.CreateTenant(ctx, "acme", nil)
-	st, _ := s.CreateStream(ctx, "acme", "s", StreamConfig{Segments: 2})
-	live := SegmentRef{Tenant: "acme", Stream: "s", Segment: "1", Incarnation: st.Incarnation()}
-	cases := map[string]struct {
-		ref  SegmentRef
-		want bool
-	}{
-		"live segment":       {live, true},
-		"former incarnation": {SegmentRef{Tenant: "acme", Stream: "s", Segment: "1", Incarnation: 1}, false},
-		"no such segment":    {SegmentRef{Tenant: "acme", Stream: "s", Segment: "2", Incarnation: st.Incarnation()}, false},
-		"no such stream":     {SegmentRef{Tenant: "acme", Stream: "gone", Segment: "0", Incarnation: st.Incarnation()}, false},
-		"no such tenant":     {SegmentRef{Tenant: "other", Stream: "s", Segment: "0", Incarnation: st.Incarnation()}, false},
+	if _, err := os.Stat(filepath.Join(dir, "logs", "acme")); err != nil {
+		t.Fatal(err)
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			s.activity.Take()
-			if got := s.markUntieredRef(tc.ref); got != tc.want {
-				t.Fatalf("markUntieredRef = %v, want %v", got, tc.want)
-			}
-			got := s.activity.Take()
-			if tc.want != (len(got) == 1 && got[0] == tc.ref) {
-				t.Fatalf("activity after marking: %v", got)
-			}
-		})
-	}
-	// A marked segment's bounds are learned by its next description.
-	if d, err := s.GetStream(ctx, "acme", "s"); err != nil || d.Segments[1].NextOffset != 0 {
-		t.Fatalf("describe after marking: %+v %v", d, err)
+	entries, _ := os.ReadDir(filepath.Join(dir, "logs", "acme"))
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "unused@") {
+			t.Fatalf("describing an unused stream made its directory %s", e.Name())
+		}
 	}
 }

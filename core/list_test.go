@@ -191,12 +191,12 @@ func TestStreamInfo(t *testing.T) {
 	if _, err := s.CreateTenant(ctx, "acme", nil); err != nil {
 		t.Fatal(err)
 	}
-	created, err := s.CreateStream(ctx, "acme", "clicks", StreamConfig{Group: "web", Segments: 2})
+	created, err := s.CreateStream(ctx, "acme", "clicks", StreamConfig{Set: "web", Segments: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.StreamInfo(ctx, "acme", "clicks")
-	if err != nil || st.Incarnation() != created.Incarnation() || st.Config.Group != "web" || st.Segments != nil {
+	if err != nil || st.Incarnation() != created.Incarnation() || st.Config.Set != "web" || st.Segments != nil {
 		t.Fatalf("%+v, %v", st, err)
 	}
 	if _, err := s.StreamInfo(ctx, "acme", "nope"); !errors.Is(err, ErrNotFound) {

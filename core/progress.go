@@ -4,8 +4,6 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
-
-	"github.com/silt-io/silt/core/vfs"
 )
 
 // Progress tells how far an Open has got, so that a caller can say what a
@@ -49,5 +47,5 @@ func (p *Progress) frame() {
 
 // OpenWithProgress is Open, reporting its progress in p.
 func OpenWithProgress(cfg Config, log *zap.Logger, p *Progress) (*Store, error) {
-	return openFS(cfg, log, vfs.OS{}, p)
+	return OpenWith(cfg, log, Options{Progress: p})
 }

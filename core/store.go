@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ import (
 	"github.com/silt-io/silt/core/names"
 	"github.com/silt-io/silt/core/segment"
 	"github.com/silt-io/silt/core/vfs"
+	"github.com/silt-io/silt/core/wal"
 )
 
 // Config configures the Store.
@@ -89,6 +89,14 @@ func (c Config) Validate() error {
 const (
 	keyTenant = "core/t/"
 	keyStream = "core/s/"
+	// keyGone holds the log directories of deleted streams until they are
+	// removed: a start finds what a crash left behind without listing
+	// every stream's directory.
+	keyGone = "core/gone/"
+	// keySwept says that the log directories of this data directory have
+	// been checked against the catalog once (every later deletion leaves a
+	// keyGone record).
+	keySwept = "core/swept"
 )
 
 // Store is the engine. It is safe for concurrent use.
@@ -109,23 +117,36 @@ type Store struct {
 	writes sync.WaitGroup
 	// progress, if set, is told how far Open has got.
 	progress *Progress
+	// openWALBackend is Options.WAL.
+	openWALBackend func(maxFrameBytes int, log *zap.Logger) (wal.Backend, error)
+	// countDone is closed once the streams are counted after start.
+	countDone chan struct{}
 
 	mu struct {
 		sync.RWMutex
 		tenants map[string]*tenantState
 		// streams counts every stream, those being created included,
-		// against limits.max_streams.
+		// against limits.max_streams, once counted is set: the count is
+		// taken from the catalog by the first creation after start, so
+		// that start-up does not read every stream record.
 		streams int
+		counted bool
 		closed  bool
 	}
 }
 
-// tenantState is a tenant and its streams.
+// tenantState is a tenant and the streams of it loaded so far: those
+// created or used since start. The others are read from the catalog on
+// their first use (streamLocked), so start-up and memory are in
+// proportion to the streams in use, not to those that exist.
 type tenantState struct {
 	t       Tenant
 	streams map[string]*stream
 	// creating holds the names whose catalog record is being written.
 	creating map[string]struct{}
+	// count is the tenant's streams, those being created included, once
+	// the store's mu.counted is set.
+	count int
 }
 
 // stream is a stream's record and its segments' slots; it is kept small,
@@ -166,10 +187,33 @@ func Open(cfg Config, log *zap.Logger) (*Store, error) {
 // OpenFS is Open with a given filesystem for the logs (crash tests). The
 // catalog always lives on the real filesystem.
 func OpenFS(cfg Config, log *zap.Logger, fs vfs.FS) (*Store, error) {
-	return openFS(cfg, log, fs, nil)
+	return OpenWith(cfg, log, Options{FS: fs})
 }
 
-func openFS(cfg Config, log *zap.Logger, fs vfs.FS, p *Progress) (*Store, error) {
+// Options are what OpenWith takes besides the configuration.
+type Options struct {
+	// FS holds the logs; nil is the real filesystem.
+	FS vfs.FS
+	// Progress, if set, follows the start-up.
+	Progress *Progress
+	// WAL opens the write-ahead log's backend, given the largest frame
+	// body the store writes; nil keeps the log in local files under
+	// <core.dir>/wal. Cluster mode passes objects on shared storage
+	// (core/wal/objwal), which core does not open itself: it imports
+	// neither S3 nor etcd.
+	WAL func(maxFrameBytes int, log *zap.Logger) (wal.Backend, error)
+}
+
+// OpenWith is Open with options.
+func OpenWith(cfg Config, log *zap.Logger, o Options) (*Store, error) {
+	if o.FS == nil {
+		o.FS = vfs.OS{}
+	}
+	return openFS(cfg, log, o)
+}
+
+func openFS(cfg Config, log *zap.Logger, o Options) (*Store, error) {
+	fs, p := o.FS, o.Progress
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -185,7 +229,7 @@ func openFS(cfg Config, log *zap.Logger, fs vfs.FS, p *Progress) (*Store, error)
 		return nil, err
 	}
 	p.set(PhaseWAL)
-	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity(), setRecord: cat.Set, progress: p}
+	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity(), setRecord: cat.Set, progress: p, openWALBackend: o.WAL}
 	s.mu.tenants = map[string]*tenantState{}
 	s.lazy.open = map[*segSlot]*stream{}
 	s.lazy.gone = make(chan struct{})
@@ -200,6 +244,7 @@ func openFS(cfg Config, log *zap.Logger, fs vfs.FS, p *Progress) (*Store, error)
 		return nil, err
 	}
 	s.startLazy()
+	s.startCount()
 	p.set(PhaseOpen)
 	return s, nil
 }
@@ -220,9 +265,14 @@ func (s *Store) streamDir(r streamRecord) string {
 	return filepath.Join(s.logsDir(), r.Tenant, fmt.Sprintf("%s@%d", r.Name, r.Incarnation))
 }
 
-// load reads the catalog's tenant and stream records, opening no segment
-// log, removes log directories that no catalog entry owns (left by an
-// interrupted delete) and seeds the Activity set.
+// load reads the catalog's tenant records; stream records are read on
+// first use. A data directory whose log directories have never been
+// checked against the catalog (one from a release before keySwept, or
+// whose write-ahead log has no checkpoint) is checked now: orphans of
+// interrupted deletes are removed and every segment with tier-1 files is
+// marked as untiered. Otherwise start-up costs in proportion to the
+// write-ahead log since its checkpoint and the directories named by
+// keyGone records, whatever the number of streams.
 func (s *Store) load() error {
 	err := s.cat.Scan([]byte(keyTenant), nil, func(_, v []byte) error {
 		var t Tenant
@@ -235,65 +285,206 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
-	err = s.cat.Scan([]byte(keyStream), nil, func(k, v []byte) error {
-		var r streamRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("decode stream record %s: %w", k, err)
-		}
-		ts := s.mu.tenants[r.Tenant]
-		if ts == nil {
-			return fmt.Errorf("stream record %s: its tenant %q has no record", k, r.Tenant)
-		}
-		compact(&r, ts)
-		ts.streams[r.Name] = newStream(r)
-		s.mu.streams++
-		return nil
-	})
+	if err := s.removeGone(); err != nil {
+		return err
+	}
+	_, swept, err := s.cat.Get([]byte(keySwept))
 	if err != nil {
 		return err
 	}
+	if swept && !s.wal.fresh {
+		return nil
+	}
+	present, err := s.sweep()
+	if err != nil {
+		return err
+	}
+	// Segments with tier-1 files that the write-ahead log does not know
+	// to be untiered (written by a release before the log, or before the
+	// log recorded them) are marked, and a checkpoint records them, so
+	// that later starts can rely on the log alone.
+	if err := s.seedFromDirs(present); err != nil {
+		return err
+	}
+	if err := s.wal.checkpoint(s.wal.log.End()); err != nil {
+		return err
+	}
+	return s.cat.Set(keySwept, []byte("1"))
+}
+
+// removeGone removes the log directories of deleted streams that a crash
+// kept from being removed.
+func (s *Store) removeGone() error {
+	var gone []string
+	err := s.cat.Scan([]byte(keyGone), nil, func(k, _ []byte) error {
+		gone = append(gone, string(k))
+		return nil
+	})
+	if err != nil || len(gone) == 0 {
+		return err
+	}
+	for _, k := range gone {
+		p := filepath.Join(s.logsDir(), filepath.FromSlash(strings.TrimPrefix(k, keyGone)))
+		s.log.Info("removing log directory of a deleted stream", zap.String("dir", p))
+		if err := s.dirOp(removeDescriptors, func() error { return s.fs.RemoveAll(p) }); err != nil {
+			return fmt.Errorf("remove log directory of deleted stream %s: %w", p, err)
+		}
+	}
+	return s.cat.Commit(nil, gone)
+}
+
+// sweep checks every log directory against the catalog, removes those no
+// stream owns and returns the streams whose directory is there.
+func (s *Store) sweep() ([]*stream, error) {
 	var tenants []string
 	if err := s.dirOp(1, func() (err error) { tenants, err = s.fs.List(s.logsDir()); return err }); err != nil {
-		return err
+		return nil, err
 	}
 	var present []*stream
 	for _, t := range tenants {
 		var dirs []string
 		if err := s.dirOp(1, func() (err error) { dirs, err = s.fs.List(filepath.Join(s.logsDir(), t)); return err }); err != nil {
-			return err
+			return nil, err
 		}
 		for _, d := range dirs {
 			p := filepath.Join(s.logsDir(), t, d)
-			st := s.owner(t, d)
+			st, err := s.owner(t, d)
+			if err != nil {
+				return nil, err
+			}
 			if st == nil {
 				s.log.Info("removing log directory of a deleted stream", zap.String("dir", p))
 				if err := s.dirOp(removeDescriptors, func() error { return s.fs.RemoveAll(p) }); err != nil {
-					return fmt.Errorf("remove orphaned %s: %w", p, err)
+					return nil, fmt.Errorf("remove orphaned %s: %w", p, err)
 				}
 				continue
 			}
 			present = append(present, st)
 		}
 	}
-	return s.seedFromDirs(present)
+	return present, nil
 }
 
 // owner returns the stream whose log directory is logs/<tenant>/<dir>
-// (named <stream>@<incarnation>), or nil.
-func (s *Store) owner(tenant, dir string) *stream {
+// (named <stream>@<incarnation>), or nil. It runs during load, before the
+// store is shared.
+func (s *Store) owner(tenant, dir string) (*stream, error) {
 	i := strings.LastIndexByte(dir, '@')
 	if i < 0 {
-		return nil
+		return nil, nil
 	}
 	ts := s.mu.tenants[tenant]
 	if ts == nil {
+		return nil, nil
+	}
+	st, err := s.streamLocked(ts, dir[:i])
+	if st == nil || err != nil || strconv.FormatInt(st.rec.Incarnation, 10) != dir[i+1:] {
+		return nil, err
+	}
+	return st, nil
+}
+
+// streamLocked returns a tenant's stream, reading its record from the
+// catalog on its first use since start; it returns nil for a stream that
+// does not exist or is still being created. s.mu is held for writing (or
+// the store is not shared yet): a deletion commits under it, so a record
+// read here cannot be one deleted meanwhile.
+func (s *Store) streamLocked(ts *tenantState, name string) (*stream, error) {
+	if st, ok := ts.streams[name]; ok {
+		return st, nil
+	}
+	if _, creating := ts.creating[name]; creating {
+		return nil, nil
+	}
+	v, ok, err := s.cat.Get([]byte(keyStream + ts.t.Name + "/" + name))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read stream record: %w", ErrUnavailable, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	var r streamRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("decode stream record %s/%s: %w", ts.t.Name, name, err)
+	}
+	compact(&r, ts)
+	st := newStream(r)
+	for i := range st.segs {
+		// Its segments may have tier-1 files; the first description
+		// learns their bounds (learn).
+		st.segs[i].known = false
+	}
+	ts.streams[name] = st
+	return st, nil
+}
+
+// startCount counts the streams of every tenant from the catalog's keys
+// in the background after start, so that start-up does not wait for it;
+// creations and deletions wait for it instead (countDone), so nothing
+// changes the count meanwhile.
+func (s *Store) startCount() {
+	s.countDone = make(chan struct{})
+	s.writes.Add(1)
+	go func() {
+		defer s.writes.Done()
+		defer close(s.countDone)
+		counts, err := s.countStreams()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil {
+			// The next creation counts again (countLocked).
+			s.log.Warn("cannot count the streams; the next stream creation counts them", zap.Error(err))
+			return
+		}
+		s.setCountsLocked(counts)
+	}()
+}
+
+// waitCount waits for the count of startCount.
+func (s *Store) waitCount() {
+	if s.countDone != nil {
+		<-s.countDone
+	}
+}
+
+// countStreams reads the number of streams of each tenant from the
+// catalog's keys.
+func (s *Store) countStreams() (map[string]int, error) {
+	counts := map[string]int{}
+	err := s.cat.Scan([]byte(keyStream), nil, func(k, _ []byte) error {
+		rest := strings.TrimPrefix(string(k), keyStream)
+		if i := strings.IndexByte(rest, '/'); i > 0 {
+			counts[rest[:i]]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: count streams: %w", ErrUnavailable, err)
+	}
+	return counts, nil
+}
+
+func (s *Store) setCountsLocked(counts map[string]int) {
+	n := 0
+	for name, ts := range s.mu.tenants {
+		ts.count = counts[name] + len(ts.creating)
+		n += ts.count
+	}
+	s.mu.streams, s.mu.counted = n, true
+}
+
+// countLocked counts the streams if startCount could not; s.mu is held
+// for writing.
+func (s *Store) countLocked() error {
+	if s.mu.counted {
 		return nil
 	}
-	st := ts.streams[dir[:i]]
-	if st == nil || strconv.FormatInt(st.rec.Incarnation, 10) != dir[i+1:] {
-		return nil
+	counts, err := s.countStreams()
+	if err != nil {
+		return err
 	}
-	return st
+	s.setCountsLocked(counts)
+	return nil
 }
 
 // compact shares the strings every record repeats (tenant, encoding,
@@ -377,9 +568,9 @@ func (s *Store) CreateStream(ctx context.Context, tenant, name string, cfg Strea
 			return Stream{}, invalid(err)
 		}
 	}
-	if cfg.Group != "" {
-		if err := names.Stream(cfg.Group); err != nil {
-			return Stream{}, fmt.Errorf("%w: group follows the stream-name rules: %v", ErrInvalid, err)
+	if cfg.Set != "" {
+		if err := names.Stream(cfg.Set); err != nil {
+			return Stream{}, fmt.Errorf("%w: stream set follows the stream-name rules: %v", ErrInvalid, err)
 		}
 	}
 	ts, err := s.reserve(tenant, name)
@@ -405,6 +596,7 @@ func (s *Store) CreateStream(ctx context.Context, tenant, name string, cfg Strea
 		ts.streams[name] = st
 	} else {
 		s.mu.streams--
+		ts.count--
 	}
 	s.mu.Unlock()
 	s.writes.Done()
@@ -423,6 +615,7 @@ func (s *Store) CreateStream(ctx context.Context, tenant, name string, cfg Strea
 // place under the limits while its record is written; the caller ends
 // with s.writes.Done.
 func (s *Store) reserve(tenant, name string) (*tenantState, error) {
+	s.waitCount()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
@@ -432,16 +625,21 @@ func (s *Store) reserve(tenant, name string) (*tenantState, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: tenant %q", ErrNotFound, tenant)
 	}
-	_, exists := ts.streams[name]
-	_, creating := ts.creating[name]
-	if exists || creating {
+	if err := s.countLocked(); err != nil {
+		return nil, err
+	}
+	existing, err := s.streamLocked(ts, name)
+	if err != nil {
+		return nil, err
+	}
+	if _, creating := ts.creating[name]; existing != nil || creating {
 		return nil, fmt.Errorf("%w: stream %q in tenant %q", ErrExists, name, tenant)
 	}
 	lim := s.cfg.Limits
 	if lim.MaxStreams > 0 && s.mu.streams >= lim.MaxStreams {
 		return nil, fmt.Errorf("%w: this node holds %d streams, the most it allows (core.limits.max_streams); delete streams or raise the limit", ErrLimit, s.mu.streams)
 	}
-	if n := len(ts.streams) + len(ts.creating); lim.MaxStreamsPerTenant > 0 && n >= lim.MaxStreamsPerTenant {
+	if n := ts.count; lim.MaxStreamsPerTenant > 0 && n >= lim.MaxStreamsPerTenant {
 		return nil, fmt.Errorf("%w: tenant %q holds %d streams, the most a tenant may have (core.limits.max_streams_per_tenant); delete streams or raise the limit", ErrLimit, tenant, n)
 	}
 	if ts.creating == nil {
@@ -449,6 +647,7 @@ func (s *Store) reserve(tenant, name string) (*tenantState, error) {
 	}
 	ts.creating[name] = struct{}{}
 	s.mu.streams++
+	ts.count++
 	s.writes.Add(1)
 	return ts, nil
 }
@@ -478,16 +677,35 @@ func (s *Store) describeKnown(st *stream) Stream {
 
 func (s *Store) stream(tenant, name string) (*stream, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	if s.mu.closed {
+		s.mu.RUnlock()
 		return nil, ErrClosed
 	}
 	ts, ok := s.mu.tenants[tenant]
 	if !ok {
+		s.mu.RUnlock()
 		return nil, fmt.Errorf("%w: tenant %q", ErrNotFound, tenant)
 	}
 	st, ok := ts.streams[name]
-	if !ok {
+	s.mu.RUnlock()
+	if ok {
+		return st, nil
+	}
+	// Not used since start (or not there): its record is read under the
+	// write lock, once.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil, ErrClosed
+	}
+	if ts, ok = s.mu.tenants[tenant]; !ok {
+		return nil, fmt.Errorf("%w: tenant %q", ErrNotFound, tenant)
+	}
+	st, err := s.streamLocked(ts, name)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
 		return nil, fmt.Errorf("%w: stream %q in tenant %q", ErrNotFound, name, tenant)
 	}
 	return st, nil
@@ -505,43 +723,54 @@ func (s *Store) GetStream(ctx context.Context, tenant, name string) (Stream, err
 }
 
 // ListStreams returns a tenant's streams in name order, without segments;
-// it opens no segment log.
+// it opens no segment log. It reads every page of ListStreamsPage: a
+// tenant of many streams is better listed a page at a time.
 func (s *Store) ListStreams(ctx context.Context, tenant string) ([]Stream, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	ts, ok := s.mu.tenants[tenant]
-	if !ok {
-		return nil, fmt.Errorf("%w: tenant %q", ErrNotFound, tenant)
+	var out []Stream
+	after := ""
+	for {
+		page, err := s.ListStreamsPage(ctx, tenant, after, MaxListLimit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < MaxListLimit {
+			return out, nil
+		}
+		after = page[len(page)-1].Name
 	}
-	out := make([]Stream, 0, len(ts.streams))
-	for _, st := range ts.streams {
-		r := st.rec.Stream
-		r.Segments = nil
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }
 
 // DeleteStream removes a stream and its tier-1 data. The catalog entry
 // goes first, so a crash part-way leaves only an orphaned directory.
 func (s *Store) DeleteStream(ctx context.Context, tenant, name string) error {
+	s.waitCount()
 	s.mu.Lock()
 	ts, ok := s.mu.tenants[tenant]
 	var st *stream
 	if ok {
-		st, ok = ts.streams[name]
+		var err error
+		if st, err = s.streamLocked(ts, name); err != nil {
+			s.mu.Unlock()
+			return err
+		}
 	}
-	if !ok {
+	if st == nil {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: stream %q in tenant %q", ErrNotFound, name, tenant)
 	}
-	if err := s.cat.Delete(keyStream + tenant + "/" + name); err != nil {
+	// The record goes with a note of the directory to remove, which a
+	// start after a crash part-way finishes (removeGone).
+	gone := keyGone + tenant + "/" + fmt.Sprintf("%s@%d", st.rec.Name, st.rec.Incarnation)
+	if err := s.cat.Commit(map[string][]byte{gone: []byte("1")}, []string{keyStream + tenant + "/" + name}); err != nil {
 		s.mu.Unlock()
 		return catalogErr("delete stream", err)
 	}
 	delete(ts.streams, name)
-	s.mu.streams--
+	if s.mu.counted {
+		s.mu.streams--
+		ts.count--
+	}
 	s.mu.Unlock()
 	// Tiering learns of the deletion from the set it works from, so that
 	// it never has to walk every stream to find the ones that are gone.
@@ -561,6 +790,10 @@ func (s *Store) DeleteStream(ctx context.Context, tenant, name string) error {
 	s.wakeWaiters()
 	if err := s.dirOp(removeDescriptors, func() error { return s.fs.RemoveAll(s.streamDir(st.rec)) }); err != nil {
 		s.log.Warn("could not remove deleted stream's logs; retried at next start", zap.String("stream", tenant+"/"+name), zap.Error(err))
+		return nil
+	}
+	if err := s.cat.Delete(gone); err != nil {
+		s.log.Warn("could not drop the note of a removed log directory; dropped at next start", zap.String("stream", tenant+"/"+name), zap.Error(err))
 	}
 	return nil
 }

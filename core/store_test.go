@@ -131,17 +131,49 @@ func TestDeleteAndRecreateStream(t *testing.T) {
 	if err != nil || len(res.Events) != 0 {
 		t.Fatalf("re-created stream sees old events: %+v %v", res, err)
 	}
-	// An orphaned directory (as left by a crash during delete) is removed
-	// at the next start.
+	// A crash during a delete leaves the stream's directory and the note
+	// that it is to go, committed with the record's deletion: the next
+	// start removes it, and only it, without listing other directories.
 	orphan := filepath.Join(dir, "logs", "acme", "gone@1", "0")
-	if err := os.MkdirAll(orphan, 0o755); err != nil {
+	if err := os.MkdirAll(orphan, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cat.Set(keyGone+"acme/gone@1", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	// A directory no record owns and no note names (one an earlier
+	// release left) stays until a data directory is swept again.
+	stray := filepath.Join(dir, "logs", "acme", "stray@1", "0")
+	if err := os.MkdirAll(stray, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openStore(t, dir)
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Fatalf("orphaned log dir survived restart: %v", err)
+	}
+	if _, ok, _ := s.cat.Get([]byte(keyGone + "acme/gone@1")); ok {
+		t.Fatal("the note of a removed directory is still there")
+	}
+	if _, err := os.Stat(stray); err != nil {
+		t.Fatalf("a start after the first swept the log directories again: %v", err)
+	}
+	// A data directory never swept (from a release before the notes) is
+	// swept once at its next start.
+	if err := s.cat.Delete(keySwept); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 	s = openStore(t, dir)
 	defer s.Close()
-	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
-		t.Fatalf("orphaned log dir survived restart: %v", err)
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Fatalf("a directory no stream owns survived the sweep: %v", err)
+	}
+	if _, err := s.GetStream(ctx, "acme", "s"); err != nil {
+		t.Fatalf("the sweep took a live stream: %v", err)
+	}
+	if _, ok, _ := s.cat.Get([]byte(keySwept)); !ok {
+		t.Fatal("no record of the sweep")
 	}
 }
 

@@ -76,6 +76,12 @@ func (s *Store) DeleteTenant(ctx context.Context, name string) error {
 	if len(ts.streams)+len(ts.creating) > 0 {
 		return fmt.Errorf("%w: tenant %q still has streams (delete them first)", ErrNotEmpty, name)
 	}
+	// Streams not used since start are only in the catalog.
+	if page, err := streamsPage(s.cat, name, "", 1); err != nil {
+		return catalogErr("delete tenant", err)
+	} else if len(page) > 0 {
+		return fmt.Errorf("%w: tenant %q still has streams (delete them first)", ErrNotEmpty, name)
+	}
 	if err := s.cat.Delete(keyTenant + name); err != nil {
 		return catalogErr("delete tenant", err)
 	}

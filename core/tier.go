@@ -2,11 +2,9 @@ package core
 
 import (
 	"context"
-	"errors"
-	"sort"
+	"encoding/json"
+	"fmt"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/core/segment"
 )
@@ -15,47 +13,23 @@ import (
 // and truncates tier 1 once a range is durable in tier 2 and recorded in
 // the catalog. They live apart from store.go because only tiering uses them.
 
-// Streams returns every stream of every tenant, with live segment state
-// (see SegmentInfo), ordered by tenant and name. Created identifies the
-// stream's incarnation: a stream deleted and re-created under the same
-// name gets a new one.
-//
-// It opens no log whose bounds are known, which after start-up is every
-// one but those marked by reference and not yet learned by the background
-// warm-up (markUntiered); such a segment is opened here once, then closed.
-// A stream deleted meanwhile is left out.
-func (s *Store) Streams() []Stream {
-	s.mu.RLock()
-	sts := make([]*stream, 0, s.mu.streams)
-	for _, ts := range s.mu.tenants {
-		for _, st := range ts.streams {
-			sts = append(sts, st)
-		}
+// EachStream calls fn with every stream's catalog record, ordered by
+// tenant and name, without segment state (the segments' ranges only): it
+// loads no stream and opens no log, so that tiering's one walk at start
+// costs a catalog scan, not a description of every stream. Created
+// identifies the stream's incarnation: a stream deleted and re-created
+// under the same name gets a new one.
+func (s *Store) EachStream(fn func(Stream) error) error {
+	if s.isClosed() {
+		return ErrClosed
 	}
-	closed := s.mu.closed
-	s.mu.RUnlock()
-	if closed {
-		return nil
-	}
-	out := make([]Stream, 0, len(sts))
-	for _, st := range sts {
-		d, err := s.describe(st)
-		if err != nil {
-			if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrClosed) {
-				s.log.Warn("cannot learn a segment's bounds; the stream is left out of this listing",
-					zap.String("stream", st.rec.Tenant+"/"+st.rec.Name), zap.Error(err))
-			}
-			continue
+	return s.cat.Scan([]byte(keyStream), nil, func(k, v []byte) error {
+		var r streamRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("decode stream record %s: %w", k, err)
 		}
-		out = append(out, d)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Tenant != out[j].Tenant {
-			return out[i].Tenant < out[j].Tenant
-		}
-		return out[i].Name < out[j].Name
+		return fn(r.Stream)
 	})
-	return out
 }
 
 // TruncateBefore drops the segment's tier-1 log files all of whose events

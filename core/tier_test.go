@@ -44,20 +44,28 @@ func TestStreamsAndTruncateBefore(t *testing.T) {
 		t.Fatal("Changed channel not closed by a commit")
 	}
 	var got []string
-	for _, st := range s.Streams() {
+	err = s.EachStream(func(st Stream) error {
 		got = append(got, st.Tenant+"/"+st.Name)
 		if len(st.Segments) != 2 {
 			t.Fatalf("%s has %d segments", st.Name, len(st.Segments))
 		}
+		return nil
+	})
+	if err != nil || fmt.Sprint(got) != "[acme/a acme/b zeta/a]" {
+		t.Fatalf("EachStream: %v %v", got, err)
 	}
-	if fmt.Sprint(got) != "[acme/a acme/b zeta/a]" {
-		t.Fatalf("Streams() = %v", got)
+	segment0 := func() SegmentInfo {
+		st, err := s.GetStream(ctx, "acme", "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Segments[0]
 	}
-	before := s.Streams()[0].Segments[0]
+	before := segment0()
 	if err := s.TruncateBefore("acme", "a", "0", 30); err != nil {
 		t.Fatal(err)
 	}
-	after := s.Streams()[0].Segments[0]
+	after := segment0()
 	if after.FirstOffset == 0 || after.FirstOffset > 30 || after.Bytes >= before.Bytes || after.NextOffset != 40 {
 		t.Fatalf("after truncation %+v (before %+v)", after, before)
 	}

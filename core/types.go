@@ -52,7 +52,10 @@ type StreamConfig struct {
 	Encoding Encoding          `json:"encoding"`
 	Segments int               `json:"segments"`
 	Metadata map[string]string `json:"metadata,omitempty"`
-	Group    string            `json:"group,omitempty"`
+	// Set names the stream set the stream belongs to, for grants on
+	// "<tenant>/set:<name>". It is stored under its first name, "group",
+	// so that catalogs written before the rename read unchanged.
+	Set string `json:"group,omitempty"`
 	// Retention bounds how much of the stream tier 2 keeps.
 	Retention Retention `json:"retention,omitzero"`
 	// TierPrefix, if set, puts the stream's tier-2 objects under

@@ -114,10 +114,17 @@ func (s *Store) openWAL() error {
 	w.mu.untiered = map[SegmentRef]struct{}{}
 	w.files = segment.NewFileCache(s.fs, openFilesBudget(s.cfg))
 	s.log.Info("segment file descriptor budget", zap.Int("max_open_files", w.files.Max()))
-	be, err := wal.OpenFiles(wal.FilesOptions{
-		FS: s.fs, Dir: filepath.Join(s.cfg.Dir, "wal"), FileBytes: s.cfg.WAL.FileBytes,
-		MaxFrameBytes: 2 * (s.cfg.Limits.MaxBatchBytes + 64<<10) * 64, Log: w.zl,
-	})
+	maxFrame := 2 * (s.cfg.Limits.MaxBatchBytes + 64<<10) * 64
+	var be wal.Backend
+	var err error
+	if s.openWALBackend != nil {
+		be, err = s.openWALBackend(maxFrame, w.zl)
+	} else {
+		be, err = wal.OpenFiles(wal.FilesOptions{
+			FS: s.fs, Dir: filepath.Join(s.cfg.Dir, "wal"), FileBytes: s.cfg.WAL.FileBytes,
+			MaxFrameBytes: maxFrame, Log: w.zl,
+		})
+	}
 	if err != nil {
 		return err
 	}
@@ -399,6 +406,13 @@ func (w *walState) syncFiles(paths []string) error {
 		}
 	}
 	return nil
+}
+
+// untiered adds a segment to the untiered set that checkpoints record.
+func (w *walState) untiered(ref SegmentRef) {
+	w.mu.Lock()
+	w.mu.untiered[ref] = struct{}{}
+	w.mu.Unlock()
 }
 
 // tiered is told by TruncateBefore that tiering holds a segment's events

@@ -514,3 +514,50 @@ func TestOpenProgress(t *testing.T) {
 		t.Fatalf("after the open: phase %d, %d frames; want %d, the 7 appended", phase, frames, PhaseOpen)
 	}
 }
+
+// A data directory from a release before the write-ahead log (no wal/
+// directory, no core/swept): the one sweep at its first start marks every
+// segment with files as untiered, and the checkpoint keeps them marked at
+// every later start until tiering takes them, without another sweep.
+func TestSweptSegmentsStayUntieredAcrossRestarts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	fill(t, s, 3, 2)
+	if err := s.cat.Delete(keySwept); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.RemoveAll(filepath.Join(dir, "wal")); err != nil {
+		t.Fatal(err)
+	}
+	marked := func(s *Store) []string {
+		var out []string
+		for _, ref := range s.Activity().Take() {
+			out = append(out, ref.Stream+"/"+ref.Segment)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := "[s0000/0 s0000/1 s0001/0 s0001/1 s0002/0 s0002/1]"
+	s = openStore(t, dir)
+	if got := fmt.Sprint(marked(s)); got != want {
+		t.Fatalf("first start of an old directory marked %s, want %s", got, want)
+	}
+	// Tiering takes all of one segment.
+	if err := s.TruncateBefore("acme", "s0001", "1", 1); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openStore(t, dir)
+	defer s.Close()
+	if got, want := fmt.Sprint(marked(s)), "[s0000/0 s0000/1 s0001/0 s0002/0 s0002/1]"; got != want {
+		t.Fatalf("a later start marked %s, want %s (from the checkpoint)", got, want)
+	}
+	if n := s.lazy.opens.Load(); n != 0 {
+		t.Fatalf("a later start opened %d logs", n)
+	}
+	if _, err := s.GetStream(ctx, "acme", "s0002"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -298,11 +298,14 @@ func (c *Coordinator) Delete(ctx context.Context, tenant, name string, force boo
 	if n := c.liveCount(st); n > 0 && !force {
 		return fmt.Errorf("%w: group %q has %d live reader(s); stop them first, or delete with force", ErrConflict, name, n)
 	}
-	del := []string{recordKey(tenant, name)}
+	// The record goes last: after a failure part-way the group is still
+	// there, and deleting it again finishes.
+	var del []string
 	for r := range st.pos {
 		del = append(del, positionKey(tenant, name, r))
 	}
-	if err := c.kv.Commit(nil, del); err != nil {
+	del = append(del, recordKey(tenant, name))
+	if err := c.kv.DeleteKeys(del); err != nil {
 		return fmt.Errorf("delete group %s: %w", name, err)
 	}
 	st.gone = true

@@ -13,6 +13,9 @@ type KV interface {
 	Get(key []byte) (value []byte, ok bool, err error)
 	Scan(prefix, start []byte, fn func(key, value []byte) error) error
 	Commit(set map[string][]byte, del []string) error
+	// DeleteKeys removes keys in order, in as many atomic commits as the
+	// store needs (catalog.Catalog.DeleteKeys).
+	DeleteKeys(keys []string) error
 }
 
 // Catalog keys. A group's record and its positions are apart so that a

@@ -28,7 +28,7 @@ import (
 // tier1 is what tiering uses of core.Store: a seam so that tests can count
 // what a pass touches.
 type tier1 interface {
-	Streams() []core.Stream
+	EachStream(fn func(core.Stream) error) error
 	GetStream(ctx context.Context, tenant, name string) (core.Stream, error)
 	Scan(ctx context.Context, tenant, stream, segmentID string, from, to uint64, fn core.ScanFunc) error
 	TruncateBefore(tenant, stream, segmentID string, offset uint64) error

@@ -24,11 +24,11 @@ func (c *countingStore) touch(tenant, stream string) {
 	c.mu.Unlock()
 }
 
-func (c *countingStore) Streams() []core.Stream {
+func (c *countingStore) EachStream(fn func(core.Stream) error) error {
 	c.mu.Lock()
 	c.streams++
 	c.mu.Unlock()
-	return c.tier1.Streams()
+	return c.tier1.EachStream(fn)
 }
 
 func (c *countingStore) GetStream(ctx context.Context, tenant, name string) (core.Stream, error) {

@@ -175,7 +175,7 @@ func (t *Tierer) finishDeletes(ctx context.Context, prefix string) (int, error) 
 		return nil
 	})
 	if err == nil && len(done) > 0 {
-		err = t.cat.Commit(nil, done)
+		err = t.cat.DeleteKeys(done)
 	}
 	if err == nil {
 		err = failed

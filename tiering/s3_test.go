@@ -12,11 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/internal/mototest"
 )
 
 // moto is a real, independent S3 server (moto_server, from PyPI) run for
@@ -41,57 +38,8 @@ type moto struct {
 // skipped; conformance/suites/tier-s3.sh then fails in CI instead.
 func startMoto(t *testing.T) *moto {
 	t.Helper()
-	out, err := exec.Command("bash", "../conformance/venv.sh", "moto_server", "moto[server]").Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Skipf("moto_server is not in the suites' virtualenv and could not be installed there (%v: %s); the S3 backend is not tested here", err, bytes.TrimSpace(stderr))
-	}
-	bin := string(bytes.TrimSpace(out))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	logf, err := os.Create(t.TempDir() + "/moto.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", port)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own process group, so that stopping it also stops anything a
-	// wrapper (pyenv shim) started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start moto_server: %v", err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		cmd.Wait()
-		logf.Close()
-	})
-	m := &moto{endpoint: "http://127.0.0.1:" + port}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(m.endpoint + "/")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logf.Name())
-			t.Fatalf("moto_server did not start on %s: %v\n%s", m.endpoint, err, log)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	m.client = s3.New(s3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(m.endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
-	return m
+	s := mototest.Start(t)
+	return &moto{endpoint: s.Endpoint, client: s.Client}
 }
 
 func (m *moto) config(bucket, prefix string) S3Config {

@@ -197,12 +197,12 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	t.m = m
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
-	if err := t.recover(ctx); err != nil {
-		cancel()
-		t.md5.Close()
-		return nil, err
-	}
 	if o.manual {
+		if err := t.recover(ctx); err != nil {
+			cancel()
+			t.md5.Close()
+			return nil, err
+		}
 		close(t.done)
 		return t, nil
 	}
@@ -225,6 +225,21 @@ func (t *Tierer) run(ctx context.Context) {
 	defer close(t.done)
 	tick := time.NewTicker(t.cfg.Interval)
 	defer tick.Stop()
+	// recover reads every stream record: it runs here rather than in New,
+	// so that a start does not wait for it, and before the first pass,
+	// which must not upload beside uploads it has yet to clean up.
+	for {
+		err := t.recover(ctx)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		t.log.Warn("cannot finish what the previous run left (retried; nothing is tiered meanwhile)", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 	for {
 		// A pass that stopped at its per-segment bounds with work left
 		// (a backlog) is followed by the next at once, not a tick later.
@@ -247,11 +262,15 @@ func (t *Tierer) recover(ctx context.Context) error {
 	// removed, and retention is due at once for streams that have it
 	// (an idle stream's chunks expire without any commit to wake it).
 	live := map[string]int64{}
-	for _, st := range t.store.Streams() {
+	err := t.store.EachStream(func(st core.Stream) error {
 		live[st.Tenant+"/"+st.Name] = st.Incarnation()
 		if r := st.Config.Retention; r.MaxAge > 0 || r.MaxBytes > 0 {
 			t.due[streamID{st.Tenant, st.Name, st.Incarnation()}] = time.Time{}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	recs, err := streamRecords(t.cat)
 	if err != nil {
@@ -284,7 +303,7 @@ func (t *Tierer) recover(ctx context.Context) error {
 	}
 	if len(intents) > 0 {
 		t.log.Info("removed interrupted tier-2 uploads", zap.Int("count", len(intents)))
-		if err := t.cat.Commit(nil, intents); err != nil {
+		if err := t.cat.DeleteKeys(intents); err != nil {
 			return err
 		}
 	}
@@ -324,9 +343,10 @@ func (t *Tierer) removeStream(ctx context.Context, r StreamRecord) error {
 	for _, seg := range r.Segments {
 		del = append(del, segmentKey(r.Tenant, r.Stream, seg), intentKey(r.Tenant, r.Stream, seg))
 	}
-	del = append(del, streamKey(r.Tenant, r.Stream), manifestKey(r.Tenant, r.Stream))
+	del = append(del, manifestKey(r.Tenant, r.Stream), streamKey(r.Tenant, r.Stream))
 	t.log.Info("removed tier-2 data of a deleted stream", zap.String("stream", r.Tenant+"/"+r.Stream), zap.Int("objects", len(keys)))
-	return t.cat.Commit(nil, del)
+	// The stream's record goes last: until then the next start retries.
+	return t.cat.DeleteKeys(del)
 }
 
 // track returns the state of a stream, loading or creating its catalog

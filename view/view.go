@@ -83,12 +83,12 @@ type View interface {
 	Open(ctx context.Context, path string) (File, error)
 }
 
-// StreamGrouper is implemented by views that know each stream's group, so
-// that acl.Wrap can apply "<tenant>/group:<g>" grants as the native API
-// does. StreamGroup returns "" for a stream without a group or one that
-// does not exist.
-type StreamGrouper interface {
-	StreamGroup(ctx context.Context, tenant, stream string) string
+// StreamSets is implemented by views that know each stream's stream set,
+// so that acl.Wrap can apply "<tenant>/set:<name>" grants as the native
+// API does. StreamSet returns "" for a stream in no set or one that does
+// not exist.
+type StreamSets interface {
+	StreamSet(ctx context.Context, tenant, stream string) string
 }
 
 // Split checks that p is a clean absolute path and returns its elements

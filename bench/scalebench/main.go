@@ -53,9 +53,10 @@ func main() {
 	settle := flag.Duration("settle", 3*time.Second, "idle: wait after a restart before descriptors and RSS are read; metrics: before the first scrape")
 	metricsStreams := flag.Int("metrics-streams", 10000, "metrics: streams")
 	scrapes := flag.Int("scrapes", 20, "metrics: scrapes of each kind (plain, gzip)")
+	keep := flag.Bool("keep", false, "keep the data directory at the end (to look into what a start reads), instead of removing it")
 	flag.Parse()
 	var on, off metricsPoint
-	err := run(*bin, *dir, *cases, strings.Fields(*serverFlags), *nofile, func(ctx context.Context, srv *server, c string) error {
+	err := run(*bin, *dir, *cases, strings.Fields(*serverFlags), *nofile, *keep, func(ctx context.Context, srv *server, c string) error {
 		var err error
 		switch c {
 		case "active":
@@ -79,9 +80,9 @@ func main() {
 }
 
 // run runs each case asked for against its own server child and data
-// directory under dir, which it removes afterwards, failed or not: a
-// grown data directory holds gigabytes.
-func run(bin, dir, cases string, extra []string, nofile int, runCase func(context.Context, *server, string) error) error {
+// directory under dir, which it removes afterwards unless keep is set,
+// failed or not: a grown data directory holds gigabytes.
+func run(bin, dir, cases string, extra []string, nofile int, keep bool, runCase func(context.Context, *server, string) error) error {
 	want := map[string]bool{}
 	for _, c := range strings.Split(cases, ",") {
 		switch c = strings.TrimSpace(c); c {
@@ -100,7 +101,9 @@ func run(bin, dir, cases string, extra []string, nofile int, runCase func(contex
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if !keep {
+		defer os.RemoveAll(dir)
+	}
 	// An interrupted run stops its server child rather than leaving it
 	// running on the data directory.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

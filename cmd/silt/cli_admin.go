@@ -106,13 +106,18 @@ func (a *app) streamCmd() *cobra.Command {
 line) or framed (4-byte big-endian length + bytes, for any bytes).`,
 		Example: `  silt stream create acme/clicks --segments 4 --meta team=web
   silt stream create acme/logs --retention-age 720h --retention-bytes 1073741824
-  silt stream create acme/blobs --encoding framed --group media`,
+  silt stream create acme/blobs --encoding framed --set media`,
 		Args: args(1, 1),
 	}
 	fl := create.Flags()
 	enc := fl.String("encoding", "lines", "`lines` (one event per line) or framed (length-prefixed binary)")
 	segs := fl.Int("segments", 0, "number of segments (default: the server's core.default_segments)")
-	grp := fl.String("group", "", "`GROUP` name, for group grants (silt grant P read TENANT/group:GROUP)")
+	set := fl.String("set", "", "put the stream in stream set `NAME`, for grants on the whole set (silt grant P read TENANT/set:NAME)")
+	// --group is --set's old name, from before "group" came to mean a
+	// reader group. Not pflag's MarkDeprecated: cobra prints its notice
+	// on stdout, into -o json output.
+	oldSet := fl.String("group", "", "old name of --set")
+	fl.MarkHidden("group")
 	retAge := fl.Duration("retention-age", 0, "delete tier-2 chunks whose newest event is older than this, e.g. 720h (default: keep forever)")
 	retBytes := fl.Int64("retention-bytes", 0, "delete the oldest tier-2 chunks while the stream's tier-2 bytes exceed this (default: keep forever)")
 	tierPrefix := fl.String("tier-prefix", "", "put the stream's tier-2 objects under `PREFIX`/<tenant>/<stream>/ in the server's tier-2 bucket prefix or directory, e.g. archive/2026")
@@ -123,11 +128,18 @@ line) or framed (4-byte big-endian length + bytes, for any bytes).`,
 		if err != nil {
 			return err
 		}
+		if cmd.Flags().Changed("group") {
+			if cmd.Flags().Changed("set") && *set != *oldSet {
+				return usageError{fmt.Errorf("--group %s and --set %s disagree; --group is the old name of --set, give only --set", *oldSet, *set)}
+			}
+			*set = *oldSet
+			fmt.Fprintf(a.stderr, "silt: --group is deprecated for stream sets (a group is now a reader group), use --set %s\n", *set)
+		}
 		cl, err := a.client(cmd)
 		if err != nil {
 			return err
 		}
-		spec := client.StreamSpec{Name: name, Encoding: *enc, Segments: *segs, Metadata: meta, Group: *grp, TierPrefix: *tierPrefix}
+		spec := client.StreamSpec{Name: name, Encoding: *enc, Segments: *segs, Metadata: meta, Set: *set, TierPrefix: *tierPrefix}
 		if *retAge != 0 || *retBytes != 0 {
 			// Negative values go to the server, whose 400 names the field.
 			spec.Retention = &client.Retention{MaxBytes: *retBytes}
@@ -153,8 +165,8 @@ line) or framed (4-byte big-endian length + bytes, for any bytes).`,
 			if err != nil {
 				return err
 			}
-			return printPages(a, cl.StreamPages(cmd.Context(), args[0]), "NAME\tENCODING\tSEGMENTS\tGROUP\tCREATED", func(w io.Writer, s client.Stream) {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", s.Name, s.Config.Encoding, s.Config.Segments, s.Config.Group, fmtTime(s.Created))
+			return printPages(a, cl.StreamPages(cmd.Context(), args[0]), "NAME\tENCODING\tSEGMENTS\tSET\tCREATED", func(w io.Writer, s client.Stream) {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", s.Name, s.Config.Encoding, s.Config.Segments, streamSet(s.Config), fmtTime(s.Created))
 			})
 		},
 	}
@@ -212,8 +224,8 @@ undone. On a terminal silt asks first; --yes does not ask.`,
 
 func describeStream(w io.Writer, s client.Stream) {
 	fmt.Fprintf(w, "stream\t%s/%s\nencoding\t%s\nsegments\t%d\ncreated\t%s\n", s.Tenant, s.Name, s.Config.Encoding, s.Config.Segments, fmtTime(s.Created))
-	if s.Config.Group != "" {
-		fmt.Fprintf(w, "group\t%s\n", s.Config.Group)
+	if set := streamSet(s.Config); set != "" {
+		fmt.Fprintf(w, "set\t%s\n", set)
 	}
 	for k, v := range s.Config.Metadata {
 		fmt.Fprintf(w, "meta %s\t%s\n", k, v)
@@ -387,11 +399,12 @@ func (a *app) grantCmd() *cobra.Command {
 		Use:   "grant PRINCIPAL read|append|admin RESOURCE",
 		Short: "allow a principal read, append or admin on a resource",
 		Long: `Allows a principal an action on a resource; admin implies read and append.
-RESOURCE is * | TENANT | TENANT/STREAM | TENANT/GLOB | TENANT/group:GROUP.
+RESOURCE is * | TENANT | TENANT/STREAM | TENANT/GLOB | TENANT/set:SET (the
+streams created with --set SET; TENANT/group:SET is its deprecated spelling).
 The same grants decide the native API and the S3, NFS and WebHDFS heads.`,
 		Example: `  silt grant etl read 'acme/click*'
   silt grant ingest append acme/clicks
-  silt grant web read acme/group:web`,
+  silt grant web read acme/set:web`,
 		Args: args(3, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := a.client(cmd)
@@ -585,4 +598,13 @@ func (a *app) delegationTokenCmd() *cobra.Command {
 		},
 	}
 	return group("delegation-token", "list or cancel WebHDFS delegation tokens", "  silt delegation-token list --owner etl\n  silt delegation-token cancel 17", list, cancel)
+}
+
+// streamSet is the stream's set, also from a server that still sends it
+// only under its former name.
+func streamSet(c client.StreamConfig) string {
+	if c.Set != "" {
+		return c.Set
+	}
+	return c.Group
 }

@@ -92,7 +92,7 @@ func (a *app) runAppend(cl *client.Client, tenant, stream string, o appendOption
 	defer cancel()
 	prod, err := cl.NewProducer(tenant, stream, client.ProducerOptions{
 		DeliveryTimeout: o.deliveryTimeout,
-		OnRetry:         retryNotice(a.stderr, 5*time.Second),
+		OnRetry:         retryNotice(a.stderr, "silt append", "not acknowledged", 5*time.Second),
 	})
 	if err != nil {
 		return err
@@ -167,10 +167,11 @@ func (a *app) runAppend(cl *client.Client, tenant, stream string, o appendOption
 	return nil
 }
 
-// retryNotice returns a Producer retry callback that tells the user, at
-// most once per interval, why the append is waiting: without it a server
-// refusing appends (503 while its tier-2 backlog is full) looks like a hang.
-func retryNotice(w io.Writer, every time.Duration) func(error, int, time.Duration) {
+// retryNotice returns a retry callback (Producer, GroupReader) that tells
+// the user, at most once per interval, why verb is waiting: without it a
+// server refusing appends (503 while its tier-2 backlog is full) or one
+// that is unreachable looks like a hang.
+func retryNotice(w io.Writer, verb, what string, every time.Duration) func(error, int, time.Duration) {
 	var (
 		mu   sync.Mutex
 		last time.Time
@@ -180,7 +181,7 @@ func retryNotice(w io.Writer, every time.Duration) func(error, int, time.Duratio
 		defer mu.Unlock()
 		if now := time.Now(); now.Sub(last) >= every {
 			last = now
-			fmt.Fprintf(w, "silt append: not acknowledged yet (attempt %d: %v); retrying in %s\n", attempt, err, wait.Round(time.Millisecond))
+			fmt.Fprintf(w, "%s: %s yet (attempt %d: %v); retrying in %s\n", verb, what, attempt, err, wait.Round(time.Millisecond))
 		}
 	}
 }

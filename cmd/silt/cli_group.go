@@ -172,30 +172,45 @@ read). -o json gives positions that silt group reset --position takes back.`,
 yet committed (exact), their bytes (estimated from the segment's mean record
 size), and the age of the oldest uncommitted event. It is computed from the
 committed positions without reading the backlog, and is exact as soon as a
-commit returns.`,
-		Example: "  silt group lag acme/billing\n  silt group lag acme/billing -o json | jq .events_behind",
+commit returns.
+
+With --watch the table is refreshed every --interval until Ctrl-C: redrawn
+in place on a terminal, appended (each after a line with the time; with
+-o json one object per line) when output goes to a file or a pipe.`,
+		Example: "  silt group lag acme/billing\n  silt group lag acme/billing -o json | jq .events_behind\n  silt group lag acme/billing --watch --interval 5s",
 		Args:    args(1, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			tenant, name, err := splitGroup(args[0])
-			if err != nil {
-				return err
-			}
-			cl, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
-			l, err := cl.GroupLag(cmd.Context(), tenant, name)
-			if err != nil {
-				return err
-			}
-			return a.print(l, func(w io.Writer) {
-				fmt.Fprintln(w, "STREAM\tSEGMENT\tREADER\tCOMMITTED\tNEXT\tEVENTS BEHIND\tBYTES BEHIND (EST.)\tSECONDS BEHIND")
-				for _, s := range l.Segments {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.1f\n", s.Stream, s.Segment, orDash(s.Reader), s.Committed, s.Next, s.EventsBehind, s.BytesBehind, s.SecondsBehind)
-				}
-				fmt.Fprintf(w, "total\t\t\t\t\t%d\t%d\t%.1f\n", l.EventsBehind, l.BytesBehind, l.SecondsBehind)
-			})
-		},
+	}
+	watchLag := lag.Flags().Bool("watch", false, "refresh the table every --interval until Ctrl-C")
+	lagWatch := addWatchFlags(lag, "--watch")
+	lag.RunE = func(cmd *cobra.Command, args []string) error {
+		tenant, name, err := splitGroup(args[0])
+		if err != nil {
+			return err
+		}
+		if !*watchLag && (cmd.Flags().Changed("interval") || cmd.Flags().Changed("count")) {
+			return usageError{errors.New("--interval and -n go with --watch")}
+		}
+		if err := lagWatch.validate(); err != nil {
+			return err
+		}
+		cl, err := a.client(cmd)
+		if err != nil {
+			return err
+		}
+		next := func(ctx context.Context, _ bool) (frame, error) {
+			l, err := cl.GroupLag(ctx, tenant, name)
+			return frame{v: l, text: func(w io.Writer) { lagTable(w, l) }}, err
+		}
+		if *watchLag {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return a.watch(ctx, lagWatch, next, false)
+		}
+		fr, err := next(cmd.Context(), false)
+		if err != nil {
+			return err
+		}
+		return a.print(fr.v, fr.text)
 	}
 
 	reset := &cobra.Command{
@@ -301,7 +316,10 @@ func printPositions(w io.Writer, ps []client.Position) {
 // readGroup reads the reader's share of a group up to now, committing
 // after each batch is written out, and leaves the group at the end.
 func (a *app) readGroup(ctx context.Context, cl *client.Client, tenant, group, member string, max int) error {
-	r, err := cl.NewGroupReader(ctx, tenant, group, client.GroupReaderOptions{Member: member, Max: 1000})
+	// A minute of retries carries the reader over a restart of the server
+	// or a network blip; longer, and a script is better told.
+	r, err := cl.NewGroupReader(ctx, tenant, group, client.GroupReaderOptions{Member: member, Max: 1000,
+		RetryTimeout: time.Minute, OnRetry: retryNotice(a.stderr, "silt read", "not answered", 5*time.Second)})
 	if err != nil {
 		return err
 	}
@@ -387,4 +405,12 @@ func (a *app) runGroupRead(cmd *cobra.Command, tenant, group, member string, max
 	ctx, cancel := signalContext()
 	defer cancel()
 	return a.readGroup(ctx, cl, tenant, group, member, max)
+}
+
+func lagTable(w io.Writer, l client.GroupLag) {
+	fmt.Fprintln(w, "STREAM\tSEGMENT\tREADER\tCOMMITTED\tNEXT\tEVENTS BEHIND\tBYTES BEHIND (EST.)\tSECONDS BEHIND")
+	for _, s := range l.Segments {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.1f\n", s.Stream, s.Segment, orDash(s.Reader), s.Committed, s.Next, s.EventsBehind, s.BytesBehind, s.SecondsBehind)
+	}
+	fmt.Fprintf(w, "total\t\t\t\t\t%d\t%d\t%.1f\n", l.EventsBehind, l.BytesBehind, l.SecondsBehind)
 }

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
 	}
+	if os.Getenv(groupReaderEnv) == "1" {
+		os.Exit(groupReaderChild()) // a reader of TestGroupKillReader
+	}
 	code := m.Run()
 	cleanupBinary()
 	os.Exit(code)

@@ -120,7 +120,7 @@ Client flags go before or after the verb.`,
 	)
 	root.SetHelpCommand(a.helpCmd(root))
 	root.SetHelpCommandGroupID(groupOther)
-	for _, c := range []*cobra.Command{a.tenantCmd(), a.streamCmd(), a.groupCmd(), a.appendCmd(), a.readCmd(false), a.readCmd(true)} {
+	for _, c := range []*cobra.Command{a.tenantCmd(), a.streamCmd(), a.groupCmd(), a.appendCmd(), a.readCmd(false), a.readCmd(true), a.topCmd()} {
 		c.GroupID = groupData
 		root.AddCommand(c)
 	}
@@ -128,7 +128,7 @@ Client flags go before or after the verb.`,
 		c.GroupID = groupAccess
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.serveCmd(), a.versionCmd(), a.completionCmd(root)} {
+	for _, c := range []*cobra.Command{a.serveCmd(), a.clusterCmd(), a.versionCmd(), a.completionCmd(root)} {
 		c.GroupID = groupOther
 		root.AddCommand(c)
 	}

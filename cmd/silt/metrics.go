@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,24 +27,11 @@ func useHeadMetrics(set *metrics.Set, apiSrv *api.Server, s3srv *s3.Server, nfss
 }
 
 // startStorageMetrics exports the bytes each tenant holds in tier 1 (the
-// sizes of its segments' log files, which the engine keeps) and tier 2
-// (its segments' committed chunks, from the catalog).
+// sizes of its segments' log files) and tier 2 (its segments' committed
+// chunks, from the catalog).
 func startStorageMetrics(reg prometheus.Registerer, cfg metrics.Config, store *core.Store, tierer *tiering.Tierer) (*metrics.Storage, error) {
 	return metrics.StartStorage(reg, cfg.StorageRefresh,
-		metrics.Tier{Name: "1", Measure: func(context.Context) (map[string]int64, error) { return tier1Bytes(store), nil }},
+		metrics.Tier{Name: "1", Measure: store.TenantLogBytes},
 		metrics.Tier{Name: "2", Measure: tierer.TenantBytes},
 	)
-}
-
-// tier1Bytes adds up the tier-1 bytes of every tenant's segments from the
-// engine's live segment state (no log is read). A tenant without streams
-// has no series.
-func tier1Bytes(store *core.Store) map[string]int64 {
-	out := map[string]int64{}
-	for _, st := range store.Streams() {
-		for _, sg := range st.Segments {
-			out[st.Tenant] += sg.Bytes
-		}
-	}
-	return out
 }

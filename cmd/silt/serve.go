@@ -241,6 +241,9 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	if tlsCfg != nil {
 		scheme = "https"
 	}
+	if err := joinMembers(node, cfg, st, tlsCfg != nil, reg, srv); err != nil {
+		return err
+	}
 	log.Info("silt serving",
 		zap.String("api", scheme+"://"+apiLn.Addr().String()),
 		zap.String("s3", scheme+"://"+s3Ln.Addr().String()),

@@ -53,6 +53,7 @@ var serveSections = map[string]string{
 	"tls":     "TLS, for the API and every HTTP head",
 	"log":     "Logging",
 	"runtime": "Go runtime and profiling",
+	"cluster": "Cluster mode: etcd, membership",
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -124,7 +125,7 @@ func (a *app) serveCmd() *cobra.Command {
 // serveHelp groups silt serve's flags by config section: in one
 // alphabetical list, eighty flags hide the few a user came for.
 func serveHelp(cmd *cobra.Command, w io.Writer) {
-	fmt.Fprintf(w, "%s\n\nUsage:\n  %s\n\nExamples:\n%s\n", serveLong, useLine(cmd), cmd.Example)
+	fmt.Fprintf(w, "%s\n\nUsage:\n  %s\n\nExamples:\n%s\n", cmd.Long, useLine(cmd), cmd.Example)
 	section := func(f *pflag.Flag) string {
 		s, _, ok := strings.Cut(f.Name, ".")
 		if !ok {

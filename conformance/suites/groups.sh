@@ -1,6 +1,7 @@
 # Reader groups against a real `silt serve`: curl through the whole
 # lifecycle (create, join, commit, lag, fencing, reset, delete), the CLI's
-# silt read --group, and positions surviving a kill -9 of the server.
+# silt read --group, positions surviving a kill -9 of the server, silt group
+# lag --watch, silt top, and stream sets (the old --group spelling).
 start_silt
 
 AUTH=(-H "Authorization: Bearer $SILT_TOKEN")
@@ -47,6 +48,23 @@ expect_eq "curl: forced reset → 200" "$(code "${AUTH[@]}" -d '{"start":{"kind"
 expect_eq "silt read --group: every event once" "$(sort $CONF_TMP/read1 | tr '\n' ' ')" "a1 a2 a3 a4 b1 b2 "
 expect_eq "silt group lag: nothing behind" "$("$SILT_BIN" group lag acme/billing -o json | jq .events_behind)" 0
 expect_eq "silt read --group again: nothing new" "$("$SILT_BIN" read acme --group billing | wc -l)" 0
+
+# Pictures for people: the lag table refreshed, and silt top.
+expect_eq "silt group lag --watch -n 2: two tables appended" "$("$SILT_BIN" group lag acme/billing --watch --interval 100ms -n 2 | grep -c '^total')" 2
+"$SILT_BIN" top acme --once --interval 300ms -o json >$CONF_TMP/top
+check "silt top --once: the stream with its 6 events, idle" jq -e '.streams[] | select(.stream == "orders") | .events == 6 and .events_per_second == 0' $CONF_TMP/top
+check "silt top --once: the group, nothing behind" jq -e '.groups[] | select(.group == "billing") | .events_behind == 0' $CONF_TMP/top
+
+# "group" means a reader group: the ACL grouping of streams is a stream
+# set; --group and TENANT/group:NAME are its deprecated spellings.
+"$SILT_BIN" stream create acme/web-a --set web >/dev/null
+"$SILT_BIN" stream create acme/web-b --group web >/dev/null 2>$CONF_TMP/dep
+check "silt stream create --group: one deprecation line on stderr" sh -c "[ \$(wc -l <$CONF_TMP/dep) -eq 1 ] && grep -q 'use --set web' $CONF_TMP/dep"
+expect_eq "curl: --group web made a stream of set web" "$(curl -s "${AUTH[@]}" "$API/v1/tenants/acme/streams/web-b" | jq -r .config.set)" web
+expect_eq "silt grant on the old spelling is stored as set:" "$("$SILT_BIN" grant anonymous read acme/group:web -o json | jq -r .resource)" acme/set:web
+expect_eq "curl: anonymous reads a stream of the set → 200" "$(code "$API/v1/tenants/acme/streams/web-a")" 200
+expect_eq "curl: anonymous reads a stream outside it → 401" "$(code "$API/v1/tenants/acme/streams/orders")" 401
+for s in web-a web-b; do "$SILT_BIN" stream delete acme/$s --yes >/dev/null; done
 
 # A group over a deleted stream: 409 with a message, and only delete works.
 code "${AUTH[@]}" -X DELETE "$API/v1/tenants/acme/streams/orders" >/dev/null

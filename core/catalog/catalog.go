@@ -48,6 +48,9 @@ type backend interface {
 	// watch and shared: see Catalog.Watch and Catalog.Shared.
 	watch(prefix string, fn func(key string, value []byte, present bool)) (stop func())
 	shared() bool
+	// txnLimits are the most keys and bytes one commit may hold (0: no
+	// limit).
+	txnLimits() (ops, bytes int)
 	close() error
 }
 
@@ -212,6 +215,42 @@ func (c *Catalog) Set(key string, value []byte) error {
 
 // Delete durably removes one key.
 func (c *Catalog) Delete(key string) error { return c.Commit(nil, []string{key}) }
+
+// DeleteKeys durably removes keys, in their order, in as few commits as
+// the backend allows: each commit is atomic, the whole is not. It is for
+// removals that need not be seen at once — what remains after a failure
+// part-way is what the caller removes again — and whose count has no
+// bound, so that a commit holding them all could pass what etcd applies
+// in one transaction. Callers put the key whose removal means "gone"
+// last.
+func (c *Catalog) DeleteKeys(keys []string) error {
+	if err := c.enter(); err != nil {
+		return fmt.Errorf("catalog commit: %w", err)
+	}
+	defer c.exit()
+	maxOps, maxBytes := c.b.txnLimits()
+	for len(keys) > 0 {
+		n, size := 0, 0
+		for n < len(keys) {
+			k := len(keys[n]) + keyOverhead
+			if (maxOps > 0 && n+1 > maxOps) || (maxBytes > 0 && n > 0 && size+k > maxBytes) {
+				break
+			}
+			size += k
+			n++
+		}
+		if err := c.b.commit(nil, keys[:n]); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+// keyOverhead is what one key of a commit costs beyond its bytes in the
+// most demanding backend (etcd's framing and its prefix), counted
+// generously.
+const keyOverhead = 32 + 128
 
 // DeletePrefix durably removes every key with the given prefix.
 func (c *Catalog) DeletePrefix(prefix string) error {

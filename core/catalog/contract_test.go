@@ -87,6 +87,26 @@ func scanAll(t *testing.T, c *Catalog, prefix, start string) []string {
 }
 
 var contract = map[string]func(t *testing.T, c *Catalog){
+	"delete keys beyond one transaction": func(t *testing.T, c *Catalog) {
+		// More keys, and more bytes of keys, than etcd applies at once.
+		var keys []string
+		for i := range 3*DefaultMaxTxnOps + 5 {
+			k := fmt.Sprintf("d/%04d/%s", i, strings.Repeat("k", 8<<10))
+			keys = append(keys, k)
+			if err := c.Set(k, []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Set("keep", []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DeleteKeys(append(keys, "d/missing")); err != nil {
+			t.Fatal(err)
+		}
+		if got := scanAll(t, c, "", ""); fmt.Sprint(got) != "[keep=v]" {
+			t.Errorf("after DeleteKeys: %d keys left (%.60v)", len(got), got)
+		}
+	},
 	"scan in order from start keys": func(t *testing.T, c *Catalog) {
 		for _, k := range []string{"s/b", "s/a", "s/c", "s/c/x", "r/z", "s0", "t"} {
 			if err := c.Set(k, []byte(k[len(k)-1:])); err != nil {

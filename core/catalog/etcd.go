@@ -132,6 +132,12 @@ type etcdBackend struct {
 
 func (b *etcdBackend) shared() bool { return true }
 
+// txnLimits leaves room for the prefix etcd keys carry, which commit
+// counts against MaxTxnBytes.
+func (b *etcdBackend) txnLimits() (int, int) {
+	return b.opts.MaxTxnOps, max(b.opts.MaxTxnBytes-b.opts.MaxTxnOps*len(b.opts.Prefix), b.opts.MaxTxnBytes/2)
+}
+
 func (b *etcdBackend) close() error {
 	b.cancel()
 	<-b.done
@@ -459,6 +465,13 @@ func (b *etcdBackend) txn(ops []clientv3.Op) error {
 	defer cancel()
 	resp, err := b.cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
+		if b.ctx.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The request may be in etcd's hands already (a member that
+			// hangs still has it in its socket): say that the outcome is
+			// unknown, as etcd and Kubernetes do, rather than that it failed.
+			return fmt.Errorf("catalog commit: %w (no answer within %s; the change may still be applied when etcd answers again: check before retrying)",
+				b.wrap(err), b.opts.RequestTimeout)
+		}
 		return fmt.Errorf("catalog commit: %w", b.wrap(err))
 	}
 	return b.waitRev(ctx, resp.Header.Revision)

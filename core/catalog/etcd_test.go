@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -341,4 +342,44 @@ func TestEtcdLoadPages(t *testing.T) {
 	if got := len(scanAll(t, b, "p/", "")); got != n {
 		t.Fatalf("loaded %d keys, want %d", got, n)
 	}
+}
+
+// A commit that etcd received but did not answer in time (a member that
+// hangs) fails as unavailable with an unknown outcome, and says so:
+// whether etcd applies it when it goes on depends on whether the client's
+// cancellation reached it first. Either way the mirror ends up agreeing
+// with etcd, so a client that checks before retrying sees the truth.
+func TestEtcdHungCommitMayApply(t *testing.T) {
+	srv := etcdtest.Start(t)
+	c := openTestEtcd(t, srv, EtcdOptions{Prefix: "/test/", RequestTimeout: 500 * time.Millisecond})
+	if err := c.Set("before", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Set("k", []byte("sent while hung"))
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "may still be applied") {
+		t.Fatalf("commit to a hung etcd: %v, want ErrUnavailable saying the change may still be applied", err)
+	}
+	cli := srv.Client(t)
+	waitFor(t, "the mirror agrees with etcd after etcd went on", 30*time.Second, func() bool {
+		// A commit after the hang passes through etcd after any
+		// earlier request, and the mirror has seen it when it returns.
+		if c.Set("after", []byte("1")) != nil {
+			return false
+		}
+		resp, err := cli.Get(context.Background(), "/test/k")
+		if err != nil {
+			return false
+		}
+		v, ok, _ := c.Get([]byte("k"))
+		if len(resp.Kvs) == 0 {
+			return !ok
+		}
+		return ok && string(v) == string(resp.Kvs[0].Value)
+	})
 }

@@ -118,6 +118,8 @@ func (p *pebbleBackend) watch(string, func(string, []byte, bool)) func() { retur
 
 func (p *pebbleBackend) shared() bool { return false }
 
+func (p *pebbleBackend) txnLimits() (int, int) { return 0, 0 }
+
 // quietLogger drops pebble's informational chatter; errors still surface
 // through returned errors.
 type quietLogger struct{}

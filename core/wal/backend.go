@@ -5,10 +5,11 @@ package wal
 // changes, whichever unit (file, object) holds it.
 //
 // The local-files backend (Files) keeps the log in files named by their
-// first position. The object backend of cluster mode stores one object per
-// Write, named by its position, with the same framing; a Write there
-// returns once the object is put, and truncation deletes objects. Both
-// keep the latest checkpoint beside the frames.
+// first position. The object backend (core/wal/objwal) stores one object
+// per Write, named by its position and writer epoch, with the same
+// framing; a Write there returns once the object is put and the new end
+// is recorded under the writer's epoch, and truncation deletes objects.
+// The contract both keep is core/wal/waltest.
 type Backend interface {
 	// Recover reads the log from position from on, calling fn with each
 	// valid frame's position and body in order, and makes the end of the

@@ -104,3 +104,29 @@ func DecodeSegment(body []byte) (SegmentFrame, error) {
 	f.Records = p[k:]
 	return f, nil
 }
+
+// ReadFrames checks the frames in data, the first of them at position pos,
+// and calls fn with each one's position and body, in order. It returns
+// the position after the last frame. Data that does not end exactly after
+// a frame, or a frame that fails its checks, is an ErrCorrupt: it is for
+// backends whose units are written whole (an object is put or not), where
+// anything but whole valid frames is damage, not a torn tail.
+func ReadFrames(data []byte, pos uint64, maxBody int, fn func(pos uint64, body []byte) error) (end uint64, frames int, err error) {
+	for p := 0; p < len(data); {
+		body, cerr := checkFrame(data[p:], pos, maxBody)
+		if errors.Is(cerr, errShort) {
+			cerr = fmt.Errorf("%w: %d bytes at %d end inside a frame", ErrCorrupt, len(data)-p, pos)
+		}
+		if cerr != nil {
+			return pos, frames, cerr
+		}
+		if err := fn(pos, body); err != nil {
+			return pos, frames, err
+		}
+		n := FrameHeaderSize + len(body)
+		p += n
+		pos += uint64(n)
+		frames++
+	}
+	return pos, frames, nil
+}

@@ -237,8 +237,8 @@ func TestStreams(t *testing.T) {
 	e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants", body: []byte(`{"name":"acme"}`)})
 	var st streamJSON
 	e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants/acme/streams",
-		body: []byte(`{"name":"clicks","encoding":"framed","segments":4,"metadata":{"k":"v"},"group":"web"}`)}).json(t, &st)
-	if st.Config.Encoding != "framed" || st.Config.Segments != 4 || st.Config.Group != "web" || len(st.Segments) != 4 {
+		body: []byte(`{"name":"clicks","encoding":"framed","segments":4,"metadata":{"k":"v"},"set":"web"}`)}).json(t, &st)
+	if st.Config.Encoding != "framed" || st.Config.Segments != 4 || st.Config.Set != "web" || st.Config.Group != "web" || len(st.Segments) != 4 {
 		t.Fatalf("created %+v", st)
 	}
 	e.must(http.StatusOK, req{method: "GET", path: "/v1/tenants/acme/streams/clicks"}).json(t, &st)
@@ -269,8 +269,8 @@ func TestStreams(t *testing.T) {
 	if rep := e.do(req{method: "POST", path: "/v1/tenants/nosuch/streams", token: e.root, body: []byte(`{"name":"x"}`)}); rep.status != http.StatusNotFound {
 		t.Fatalf("stream in missing tenant: %d", rep.status)
 	}
-	// A group grant covers the stream for every operation.
-	web := e.user("web", "read:acme/group:web")
+	// A stream-set grant covers the stream for every operation.
+	web := e.user("web", "read:acme/set:web")
 	e.must(http.StatusOK, req{method: "GET", path: "/v1/tenants/acme/streams/clicks", token: web})
 	e.must(http.StatusNoContent, req{method: "DELETE", path: "/v1/tenants/acme/streams/clicks"})
 	e.must(http.StatusNotFound, req{method: "GET", path: "/v1/tenants/acme/streams/clicks"})
@@ -450,4 +450,32 @@ func TestNewValidates(t *testing.T) {
 	if _, err := New(DefaultConfig(), e.store, Auth{Authz: acl.AllowAll{}}, nil, e.reg); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The stream set's former API field "group" and grant spelling
+// "<tenant>/group:<set>" still work; "set" and "group" that disagree are
+// refused and nothing is created.
+func TestStreamSetDeprecatedGroup(t *testing.T) {
+	e := newEnv(t)
+	e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants", body: []byte(`{"name":"acme"}`)})
+	var st streamJSON
+	e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants/acme/streams",
+		body: []byte(`{"name":"clicks","group":"web"}`)}).json(t, &st)
+	if st.Config.Set != "web" || st.Config.Group != "web" {
+		t.Fatalf("created with group web: set %q, group %q", st.Config.Set, st.Config.Group)
+	}
+	if got, err := e.store.GetStream(context.Background(), "acme", "clicks"); err != nil || got.Config.Set != "web" {
+		t.Fatalf("stored set %q, %v", got.Config.Set, err)
+	}
+	e.must(http.StatusCreated, req{method: "POST", path: "/v1/tenants/acme/streams",
+		body: []byte(`{"name":"views","set":"web","group":"web"}`)})
+	rep := e.do(req{method: "POST", path: "/v1/tenants/acme/streams", token: e.root,
+		body: []byte(`{"name":"logs","set":"web","group":"ops"}`)})
+	if rep.status != http.StatusBadRequest || !strings.Contains(string(rep.body), "deprecated") {
+		t.Fatalf("set and group differ: %d %s", rep.status, rep.body)
+	}
+	e.must(http.StatusNotFound, req{method: "GET", path: "/v1/tenants/acme/streams/logs"})
+	web := e.user("web", "read:acme/group:web")
+	e.must(http.StatusOK, req{method: "GET", path: "/v1/tenants/acme/streams/clicks", token: web})
+	e.must(http.StatusOK, req{method: "GET", path: "/v1/tenants/acme/streams/views", token: web})
 }

@@ -71,7 +71,7 @@ func (s *Server) groupResources(ctx context.Context, tenant string, streams []st
 		// A stream that is gone has no ACL group to match on; its name
 		// still does.
 		st, _ := s.store.GetStream(ctx, tenant, name)
-		out = append(out, acl.Resource{Tenant: tenant, Stream: name, Group: st.Config.Group})
+		out = append(out, acl.Resource{Tenant: tenant, Stream: name, Set: st.Config.Set})
 	}
 	return out
 }

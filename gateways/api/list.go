@@ -219,7 +219,7 @@ func (s *Server) listStreams(c *call) (op, error) {
 			list,
 			name,
 			func(st core.Stream) bool {
-				return c.covers(acl.Read, acl.Resource{Tenant: tenant, Stream: st.Name, Group: st.Config.Group})
+				return c.covers(acl.Read, acl.Resource{Tenant: tenant, Stream: st.Name, Set: st.Config.Set})
 			},
 			after, limit)
 		if err != nil {

@@ -26,7 +26,8 @@ func (s *Server) healthz(c *call) (op, error) {
 }
 
 // readyz fails while draining, so that load balancers move traffic away
-// before connections are closed, and when the store cannot answer.
+// before connections are closed, when the store cannot answer, and in a
+// cluster while etcd is out of reach.
 func (s *Server) readyz(c *call) (op, error) {
 	return op{run: func() error {
 		if s.drain.Err() != nil {
@@ -37,6 +38,9 @@ func (s *Server) readyz(c *call) (op, error) {
 		// ErrClosed once the store is closed.
 		_, err := s.store.GetStream(c.r.Context(), "", "")
 		if err != nil && !errors.Is(err, core.ErrNotFound) && !errors.Is(err, core.ErrInvalid) {
+			return err
+		}
+		if err := s.clusterReady(); err != nil {
 			return err
 		}
 		// While backpressure refuses every append (tier 1 short of space),

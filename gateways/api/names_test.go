@@ -72,7 +72,8 @@ func TestInvalidBodyNames(t *testing.T) {
 		"stream with slash":   {"/v1/tenants/acme/streams", `{"name":"lo/gs"}`},
 		"stream dot dot":      {"/v1/tenants/acme/streams", `{"name":".."}`},
 		"stream empty":        {"/v1/tenants/acme/streams", `{"name":""}`},
-		"group with slash":    {"/v1/tenants/acme/streams", `{"name":"web","group":"a/b"}`},
+		"set with slash":      {"/v1/tenants/acme/streams", `{"name":"web","set":"a/b"}`},
+		"old set with slash":  {"/v1/tenants/acme/streams", `{"name":"web","group":"a/b"}`},
 		"stream in no tenant": {"/v1/tenants/nosuch/streams", `{"name":"a/b"}`},
 	}
 	for name, c := range cases {

@@ -111,6 +111,8 @@ func (s *Server) routeTable() []route {
 		{pattern: "POST /v1/grants", action: acl.Admin, prepare: s.addGrant},
 		{pattern: "GET /v1/grants", action: acl.Admin, prepare: s.listGrants},
 		{pattern: "DELETE /v1/grants/{grant}", action: acl.Admin, prepare: s.removeGrant},
+
+		{pattern: "GET /v1/cluster/nodes", action: acl.Admin, prepare: s.clusterNodes},
 	}
 }
 

@@ -166,6 +166,7 @@ type Server struct {
 	tiering Tiering             // nil: no tier policy (tests, embedded use)
 	groups  *groups.Coordinator // nil: no reader groups (501)
 	dtokens DelegationTokens    // nil: no WebHDFS head
+	cluster Cluster             // nil: a single node
 }
 
 // New builds a server over store. Metrics are registered on reg; when reg

@@ -82,9 +82,15 @@ func (s *Server) createStream(c *call) (op, error) {
 	if err := names.Stream(req.Name); err != nil {
 		return op{}, err
 	}
-	if req.Group != "" {
-		if err := names.Stream(req.Group); err != nil {
-			return op{}, badRequest("group follows the stream-name rules: %v", err)
+	switch {
+	case req.Set == "":
+		req.Set = req.Group
+	case req.Group != "" && req.Group != req.Set:
+		return op{}, badRequest("set %q and group %q differ; group is the deprecated name of set, give only set", req.Set, req.Group)
+	}
+	if req.Set != "" {
+		if err := names.Stream(req.Set); err != nil {
+			return op{}, badRequest("set follows the stream-name rules: %v", err)
 		}
 	}
 	if req.Segments < 0 {
@@ -94,13 +100,13 @@ func (s *Server) createStream(c *call) (op, error) {
 	if err != nil {
 		return op{}, err
 	}
-	// The new stream's name and group are part of the resource, so that
-	// admin on a glob or group that will cover the stream allows creating
+	// The new stream's name and set are part of the resource, so that
+	// admin on a glob or set that will cover the stream allows creating
 	// it, while admin on some other stream does not.
-	res := acl.Resource{Tenant: tenant, Stream: req.Name, Group: req.Group}
+	res := acl.Resource{Tenant: tenant, Stream: req.Name, Set: req.Set}
 	return op{res: res, run: func() error {
 		st, err := s.store.CreateStream(c.r.Context(), tenant, req.Name, core.StreamConfig{
-			Encoding: enc, Segments: req.Segments, Metadata: req.Metadata, Group: req.Group, Retention: ret,
+			Encoding: enc, Segments: req.Segments, Metadata: req.Metadata, Set: req.Set, Retention: ret,
 			TierPrefix: req.TierPrefix,
 		})
 		if err != nil {
@@ -113,13 +119,13 @@ func (s *Server) createStream(c *call) (op, error) {
 }
 
 // streamTarget looks the path's stream up so that the check can include its
-// group: a group grant must cover every operation on its streams. A failed
+// stream set: a set grant must cover every operation on its streams. A failed
 // lookup is returned only after the check, so that callers without access
 // cannot probe which streams exist.
 func (s *Server) streamTarget(c *call) (core.Stream, acl.Resource, error) {
 	tenant, name := c.r.PathValue("tenant"), c.r.PathValue("stream")
 	st, err := s.store.GetStream(c.r.Context(), tenant, name)
-	return st, acl.Resource{Tenant: tenant, Stream: name, Group: st.Config.Group}, err
+	return st, acl.Resource{Tenant: tenant, Stream: name, Set: st.Config.Set}, err
 }
 
 func (s *Server) getStream(c *call) (op, error) {

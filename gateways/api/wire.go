@@ -31,12 +31,15 @@ type tenantJSON struct {
 }
 
 type streamConfigJSON struct {
-	Encoding   string            `json:"encoding"`
-	Segments   int               `json:"segments"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	Group      string            `json:"group,omitempty"`
-	Retention  *retentionJSON    `json:"retention,omitempty"`
-	TierPrefix string            `json:"tier_prefix,omitempty"`
+	Encoding string            `json:"encoding"`
+	Segments int               `json:"segments"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Set      string            `json:"set,omitempty"`
+	// Group repeats Set under its deprecated name, for clients written
+	// before the rename.
+	Group      string         `json:"group,omitempty"`
+	Retention  *retentionJSON `json:"retention,omitempty"`
+	TierPrefix string         `json:"tier_prefix,omitempty"`
 }
 
 // retentionJSON is a stream's tier-2 retention. MaxAge is a Go duration
@@ -118,13 +121,15 @@ type createTenantRequest struct {
 }
 
 type createStreamRequest struct {
-	Name       string            `json:"name"`
-	Encoding   string            `json:"encoding"`
-	Segments   int               `json:"segments"`
-	Metadata   map[string]string `json:"metadata"`
-	Group      string            `json:"group"`
-	Retention  *retentionJSON    `json:"retention"`
-	TierPrefix string            `json:"tier_prefix"`
+	Name     string            `json:"name"`
+	Encoding string            `json:"encoding"`
+	Segments int               `json:"segments"`
+	Metadata map[string]string `json:"metadata"`
+	Set      string            `json:"set"`
+	// Group is the deprecated name of Set, still accepted.
+	Group      string         `json:"group"`
+	Retention  *retentionJSON `json:"retention"`
+	TierPrefix string         `json:"tier_prefix"`
 }
 
 type createPrincipalRequest struct {
@@ -155,7 +160,8 @@ func toStreamJSON(st core.Stream) streamJSON {
 			Encoding:   string(st.Config.Encoding),
 			Segments:   st.Config.Segments,
 			Metadata:   st.Config.Metadata,
-			Group:      st.Config.Group,
+			Set:        st.Config.Set,
+			Group:      st.Config.Set,
 			Retention:  toRetentionJSON(st.Config.Retention),
 			TierPrefix: st.Config.TierPrefix,
 		},

@@ -106,7 +106,7 @@ func OpenTokenStore(kv acl.KV, principal func(name string) (acl.PrincipalInfo, e
 		return nil, err
 	}
 	if len(expired) > 0 {
-		if err := kv.Commit(nil, expired); err != nil {
+		if err := kv.DeleteKeys(expired); err != nil {
 			return nil, fmt.Errorf("webhdfs: open token store: drop expired tokens: %w", err)
 		}
 	}

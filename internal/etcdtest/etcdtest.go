@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -218,6 +219,7 @@ func (s *Server) Stop() {
 	select {
 	case <-s.exited:
 	default:
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
@@ -226,6 +228,41 @@ func (s *Server) Stop() {
 		s.logf.Close()
 		s.logf = nil
 	}
+}
+
+// Pause stops the server with SIGSTOP: it holds its connections and
+// answers nothing, as a hung or partitioned etcd does (a killed one
+// refuses connections at once). Resume undoes it; Stop resumes first.
+// It returns once the process is stopped (on Linux, where /proc says so):
+// a signal is delivered asynchronously, and a request sent just after it
+// could otherwise still be answered.
+func (s *Server) Pause() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("etcdtest: pause of a stopped server")
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return nil // no /proc: the signal is all there is
+		}
+		// The state follows the command name in parentheses.
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && len(b) > i+2 && (b[i+2] == 'T' || b[i+2] == 't') {
+			return nil
+		}
+	}
+	return errors.New("etcdtest: the server did not stop within 10 s of SIGSTOP")
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("etcdtest: resume of a stopped server")
+	}
+	return s.cmd.Process.Signal(syscall.SIGCONT)
 }
 
 // Restart starts a stopped server again on the same ports and data.

@@ -25,7 +25,7 @@ type Config struct {
 	PerStream bool `koanf:"per_stream" help:"label producer series with the stream as well as the tenant; false drops the stream label and sums per tenant, for nodes with many streams (docs/metrics.md)"`
 	// StorageRefresh paces the walk over every segment that the storage
 	// series need (Storage): a scrape never does it.
-	StorageRefresh time.Duration `koanf:"storage_refresh" help:"how often the bytes each tenant holds in tier 1 and tier 2 (silt_storage_bytes) are added up again from segment sizes and the catalog"`
+	StorageRefresh time.Duration `koanf:"storage_refresh" help:"how often the bytes each tenant holds in tier 1 and tier 2 (silt_storage_bytes) are added up again from the sizes of segment files and the catalog"`
 }
 
 // DefaultConfig labels producer series by stream.

@@ -10,10 +10,10 @@ import (
 )
 
 // A Tier is one storage tier's bytes per tenant, as a function that adds
-// up what the engine or the catalog already keeps (segment sizes, chunk
-// records): it reads no event data, but at hundreds of thousands of
-// streams it still walks every segment, so Storage calls it on its own
-// schedule and never during a scrape.
+// up sizes (segment files, the catalog's chunk records) without reading
+// data; at hundreds of thousands of streams it still visits every
+// segment, so Storage calls it on its own schedule and never during a
+// scrape.
 type Tier struct {
 	Name    string // the tier label: "1" or "2"
 	Measure func(ctx context.Context) (map[string]int64, error)

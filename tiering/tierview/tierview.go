@@ -32,18 +32,18 @@ func New(store *core.Store, be tiering.Backend) *View {
 }
 
 var (
-	_ view.View          = (*View)(nil)
-	_ view.StreamGrouper = (*View)(nil)
+	_ view.View       = (*View)(nil)
+	_ view.StreamSets = (*View)(nil)
 )
 
-// StreamGroup implements view.StreamGrouper from the stream's config in
+// StreamSet implements view.StreamSets from the stream's config in
 // core's catalog record (no segment state is read).
-func (v *View) StreamGroup(ctx context.Context, tenant, stream string) string {
+func (v *View) StreamSet(ctx context.Context, tenant, stream string) string {
 	st, err := v.store.StreamInfo(ctx, tenant, stream)
 	if err != nil {
 		return ""
 	}
-	return st.Config.Group
+	return st.Config.Set
 }
 
 // epoch is the root's ModTime: fixed, so that it is stable.

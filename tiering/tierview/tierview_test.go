@@ -319,9 +319,9 @@ func TestRetentionHidesChunks(t *testing.T) {
 	}
 }
 
-// StreamGroup reports a stream's group from core, so that acl.Wrap can
-// apply group grants through every head.
-func TestStreamGroup(t *testing.T) {
+// StreamSet reports a stream's set from core, so that acl.Wrap can
+// apply set grants through every head.
+func TestStreamSet(t *testing.T) {
 	ccfg := core.DefaultConfig()
 	ccfg.Dir = t.TempDir()
 	store, err := core.Open(ccfg, nil)
@@ -333,7 +333,7 @@ func TestStreamGroup(t *testing.T) {
 	if _, err := store.CreateTenant(ctx, "acme", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.CreateStream(ctx, "acme", "clicks", core.StreamConfig{Group: "web"}); err != nil {
+	if _, err := store.CreateStream(ctx, "acme", "clicks", core.StreamConfig{Set: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	be, err := tiering.OpenBackend(tiering.DefaultConfig(), ccfg.Dir)
@@ -341,10 +341,10 @@ func TestStreamGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := New(store, be)
-	if g := v.StreamGroup(ctx, "acme", "clicks"); g != "web" {
-		t.Fatalf("group of acme/clicks = %q, want web", g)
+	if g := v.StreamSet(ctx, "acme", "clicks"); g != "web" {
+		t.Fatalf("set of acme/clicks = %q, want web", g)
 	}
-	if g := v.StreamGroup(ctx, "acme", "nosuch"); g != "" {
-		t.Fatalf("group of a missing stream = %q, want none", g)
+	if g := v.StreamSet(ctx, "acme", "nosuch"); g != "" {
+		t.Fatalf("set of a missing stream = %q, want none", g)
 	}
 }
