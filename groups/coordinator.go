@@ -54,6 +54,9 @@ type state struct {
 	// the group has read and committed (re-reads after a move back count
 	// again).
 	advanced uint64
+	// advancedBytes estimates the bytes of advanced, from each segment's
+	// mean tier-1 record size at the commit (as lag's bytes are).
+	advancedBytes uint64
 	// ages caches, per segment, the append time of the oldest unread
 	// event as Lag last read it, keyed by its offset: an event's time
 	// never changes (the group's streams are fixed incarnations), so a

@@ -252,6 +252,7 @@ func (c *Coordinator) Commit(ctx context.Context, tenant, name, member string, g
 	now := c.now().UTC()
 	set := make(map[string][]byte, len(positions))
 	next := make(map[SegmentRef]Position, len(positions))
+	mean := make(map[SegmentRef]float64, len(positions)) // bytes per event, for metrics
 	for _, p := range positions {
 		r := p.ref()
 		if _, dup := next[r]; dup {
@@ -264,6 +265,9 @@ func (c *Coordinator) Commit(ctx context.Context, tenant, name, member string, g
 		if p.Offset > sg.NextOffset {
 			return fmt.Errorf("%w: position %d of segment %s is past its end (next offset %d)", ErrInvalid, p.Offset, r, sg.NextOffset)
 		}
+		if held := sg.NextOffset - sg.FirstOffset; held > 0 && sg.Bytes > 0 {
+			mean[r] = float64(sg.Bytes) / float64(held)
+		}
 		p.Committed, p.Done = now, st.pos[r].Done
 		next[r] = p
 		set[positionKey(tenant, name, r)] = encodePosition(p)
@@ -274,6 +278,7 @@ func (c *Coordinator) Commit(ctx context.Context, tenant, name, member string, g
 	for r, p := range next {
 		if old := st.pos[r].Offset; p.Offset > old {
 			st.advanced += p.Offset - old
+			st.advancedBytes += uint64(mean[r] * float64(p.Offset-old))
 		}
 		st.pos[r] = p
 	}

@@ -2,7 +2,9 @@ package tiering
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/silt-io/silt/core"
@@ -143,4 +145,31 @@ func (t *Tierer) eachSegment(fn func(*streamState, *segState)) {
 // StreamStatus is Status in the form the native API's describe embeds.
 func (t *Tierer) StreamStatus(tenant, stream string) (any, error) {
 	return t.Status(tenant, stream)
+}
+
+// TenantBytes adds up the bytes of committed chunks each tenant holds in
+// tier 2, from the catalog's segment records: one range scan over a record
+// per segment, reading no chunk record and no object. It is for the
+// storage metrics, which call it on their own schedule.
+func (t *Tierer) TenantBytes(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := t.cat.Scan([]byte(keySegment), nil, func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tenant, _, ok := strings.Cut(string(k[len(keySegment):]), "/")
+		if !ok {
+			return nil
+		}
+		var r SegmentRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("decode %s: %w", k, err)
+		}
+		out[tenant] += r.Bytes
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tiering: tier-2 bytes per tenant: %w", err)
+	}
+	return out, nil
 }

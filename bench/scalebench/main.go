@@ -12,7 +12,10 @@
 //     (one event each, tiered), measured at -base streams and at
 //     -streams: descriptors per idle segment, RSS and tier-1 disk per
 //     stream, restart time (clean and after kill -9), the rate of
-//     creating -window more streams and the cost of one create.
+//     creating -window more streams and the cost of one create;
+//   - metrics: /metrics with -metrics-streams streams, each appended to
+//     once so that each has its producer series: scrape time and RSS
+//     growth with metrics.per_stream on, against a server with it off.
 //
 // Targets are ratios, never timed assertions. The single-stream figures
 // against a raw fsync loop are appendbench's.
@@ -25,6 +28,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,7 +38,7 @@ import (
 func main() {
 	bin := flag.String("silt", "bin/silt", "silt binary (build with make build)")
 	dir := flag.String("dir", ".bench-data-scale", "directory on the disk to measure (not tmpfs)")
-	cases := flag.String("cases", "active,idle", "cases to run, comma separated: active, idle")
+	cases := flag.String("cases", "active,idle,metrics", "cases to run, comma separated: active, idle, metrics")
 	serverFlags := flag.String("server-flags", "", "extra flags for the silt serve child, space separated")
 	nofile := flag.Int("nofile", 0, "run the child under ulimit -n this (soft and hard); 0 leaves the limit as it is")
 	producers := flag.Int("producers", 64, "active: synchronous producers")
@@ -45,14 +50,28 @@ func main() {
 	window := flag.Int("window", 1000, "idle: streams created for each creation-rate figure")
 	serial := flag.Int("serial", 100, "idle: streams created one at a time after each window, for the cost of one create")
 	workers := flag.Int("workers", 16, "idle: concurrent requests while creating and appending")
-	settle := flag.Duration("settle", 3*time.Second, "idle: wait after a restart before descriptors and RSS are read")
+	settle := flag.Duration("settle", 3*time.Second, "idle: wait after a restart before descriptors and RSS are read; metrics: before the first scrape")
+	metricsStreams := flag.Int("metrics-streams", 10000, "metrics: streams")
+	scrapes := flag.Int("scrapes", 20, "metrics: scrapes of each kind (plain, gzip)")
 	keep := flag.Bool("keep", false, "keep the data directory at the end (to look into what a start reads), instead of removing it")
 	flag.Parse()
+	var on, off metricsPoint
 	err := run(*bin, *dir, *cases, strings.Fields(*serverFlags), *nofile, *keep, func(ctx context.Context, srv *server, c string) error {
-		if c == "active" {
+		var err error
+		switch c {
+		case "active":
 			return activeRuns(ctx, srv, *producers, *active, *rounds, *dur)
+		case "idle":
+			return idleRuns(ctx, srv, *streams, *base, *window, *serial, *workers, *settle)
+		case "metrics-on":
+			on, err = metricsRun(ctx, srv, true, *metricsStreams, *workers, *scrapes, *settle)
+		case "metrics-off":
+			off, err = metricsRun(ctx, srv, false, *metricsStreams, *workers, *scrapes, *settle)
+			if err == nil {
+				reportMetrics(on, off, *metricsStreams, *scrapes)
+			}
 		}
-		return idleRuns(ctx, srv, *streams, *base, *window, *serial, *workers, *settle)
+		return err
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scalebench:", err)
@@ -69,9 +88,12 @@ func run(bin, dir, cases string, extra []string, nofile int, keep bool, runCase 
 		switch c = strings.TrimSpace(c); c {
 		case "active", "idle":
 			want[c] = true
+		case "metrics":
+			// Two servers: per-stream series on, then off.
+			want["metrics-on"], want["metrics-off"] = true, true
 		case "":
 		default:
-			return fmt.Errorf("unknown case %q in -cases (want active or idle)", c)
+			return fmt.Errorf("unknown case %q in -cases (want active, idle or metrics)", c)
 		}
 	}
 	// A run cut short leaves its data behind; start from nothing.
@@ -86,12 +108,17 @@ func run(bin, dir, cases string, extra []string, nofile int, keep bool, runCase 
 	// running on the data directory.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	for _, c := range []string{"active", "idle"} {
+	for _, c := range []string{"active", "idle", "metrics-on", "metrics-off"} {
 		if !want[c] {
 			continue
 		}
 		fmt.Println()
-		err := withServer(ctx, bin, filepath.Join(dir, c), nofile, extra, func(srv *server) error {
+		flags := extra
+		switch c {
+		case "metrics-on", "metrics-off":
+			flags = append(slices.Clone(extra), "--metrics.per_stream="+strconv.FormatBool(c == "metrics-on"))
+		}
+		err := withServer(ctx, bin, filepath.Join(dir, c), nofile, flags, func(srv *server) error {
 			return runCase(ctx, srv, c)
 		})
 		if err != nil {

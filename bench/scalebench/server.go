@@ -162,6 +162,27 @@ func (s *server) rss() (int64, error) {
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", s.pid())
 }
 
+// cpuTime is the child's CPU time so far, user and system, from
+// /proc/<pid>/stat (in clock ticks of 1/100 s, the value on Linux).
+func (s *server) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid()))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: fields start
+	// after its closing parenthesis.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", s.pid())
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parse /proc/%d/stat: %v %v", s.pid(), err1, err2)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
 // tier1Bytes is the disk the data directory takes outside tier 2 (the
 // fs backend's default directory): allocated blocks, so that preallocated
 // and sparse files count as what they hold on disk.

@@ -24,6 +24,7 @@ type scaleServer struct {
 	nofile             int
 	api, s3, nfs, hdfs string
 	token              string
+	extra              []string // more serve flags
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -51,6 +52,7 @@ func (s *scaleServer) start() time.Duration {
 		"--webhdfs.listen", s.hdfs, "--log.level", "warn",
 		// The default export acts as anonymous, which may read nothing.
 		"--nfs.exports", "path=/;principal=root;allow=127.0.0.1/32"}
+	args = append(args, s.extra...)
 	began := time.Now()
 	cmd := exec.Command("sh", args...)
 	cmd.Env = append(os.Environ(), "SILT_TEST_CHILD=1")

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -26,8 +25,8 @@ import (
 	"github.com/silt-io/silt/gateways/webhdfs"
 	"github.com/silt-io/silt/groups"
 	"github.com/silt-io/silt/internal/datadir"
-	"github.com/silt-io/silt/internal/httpmetrics"
 	"github.com/silt-io/silt/internal/logging"
+	"github.com/silt-io/silt/internal/metrics"
 	"github.com/silt-io/silt/internal/tlsconf"
 	"github.com/silt-io/silt/tiering"
 	"github.com/silt-io/silt/tiering/tierview"
@@ -48,6 +47,8 @@ type serveConfig struct {
 
 	// Groups are the reader groups (groups/).
 	Groups groups.Config `koanf:"groups"`
+	// Metrics bounds the series of /metrics (internal/metrics).
+	Metrics metrics.Config `koanf:"metrics"`
 
 	// Cluster is last: a single node never needs it.
 	Cluster cluster.Config `koanf:"cluster"`
@@ -89,6 +90,7 @@ func defaultServeConfig() serveConfig {
 		Run:  runtimeConfig{GCPercent: 50},
 
 		Groups:  groups.DefaultConfig(),
+		Metrics: metrics.DefaultConfig(),
 		Cluster: cluster.DefaultConfig(),
 	}
 }
@@ -100,7 +102,7 @@ func (c serveConfig) Validate() error {
 	if c.Run.GCPercent < 0 {
 		return fmt.Errorf("runtime.gc_percent must not be negative (0 leaves the GC to GOGC)")
 	}
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
 }
 
 // serve runs the server until ctx is cancelled, on what start took.
@@ -146,6 +148,10 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	shared, err := metrics.New(cfg.Metrics, reg)
+	if err != nil {
+		return err
+	}
 	backend, err := tiering.OpenBackend(cfg.Tier, cfg.Core.Dir)
 	if err != nil {
 		return fmt.Errorf("tier-2 backend: %w", err)
@@ -160,6 +166,11 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 		return err
 	}
 	defer tierer.Close()
+	storage, err := startStorageMetrics(reg, cfg.Metrics, store, tierer)
+	if err != nil {
+		return err
+	}
+	defer storage.Close()
 	// In the insecure mode only requests without a credential are let
 	// through; a presented token, key or export principal keeps its grants.
 	authz := acl.Authorizer(acls)
@@ -197,9 +208,6 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	if err != nil {
 		return err
 	}
-	if err := nfssrv.RegisterMetrics(reg); err != nil {
-		return err
-	}
 	// WebHDFS OPEN redirects carry URLs signed with this key.
 	signKey, err := loadOrCreateKey(filepath.Join(cfg.Core.Dir, "keys", "webhdfs-signing.key"))
 	if err != nil {
@@ -217,12 +225,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	}
 	hdfssrv.UseDelegationTokens(dtokens)
 	srv.UseDelegationTokens(apiTokens{dtokens})
-	headMetrics, err := httpmetrics.New(reg)
-	if err != nil {
-		return err
-	}
-	s3srv.Wrap(func(h http.Handler) http.Handler { return headMetrics.Wrap("s3", h) })
-	hdfssrv.Wrap(func(h http.Handler) http.Handler { return headMetrics.Wrap("webhdfs", h) })
+	useHeadMetrics(shared, srv, s3srv, nfssrv, hdfssrv)
 	apiLn, s3Ln, nfsLn, hdfsLn := st.api, st.s3, st.nfs, st.hdfs
 	// Every head admits connections within its caps (conns.go).
 	adm, err := newAdmission(reg, log)

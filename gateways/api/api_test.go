@@ -25,7 +25,7 @@ func TestProbesMetricsAndSpec(t *testing.T) {
 		t.Fatalf("openapi.yaml: %d %q %.40s", rep.status, rep.header.Get("Content-Type"), rep.body)
 	}
 	rep = e.do(req{method: "GET", path: "/metrics"})
-	if rep.status != http.StatusOK || !strings.Contains(string(rep.body), `silt_api_requests_total{code="200",route="GET /healthz"}`) {
+	if rep.status != http.StatusOK || !strings.Contains(string(rep.body), `silt_head_requests_total{head="api",op="GET /healthz",status="ok"}`) {
 		t.Fatalf("metrics: %d\n%s", rep.status, rep.body)
 	}
 	if rep.header.Get("X-Request-Id") == "" {
@@ -50,8 +50,8 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	if allow := rep.header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
 		t.Fatalf("Allow = %q", allow)
 	}
-	if got := metricValue(t, e.srv.met.requests.WithLabelValues("unmatched", "405")); got != 1 {
-		t.Fatalf("unmatched 405 counted %v times", got)
+	if got := e.series("silt_head_requests_total", "head", "api", "op", "unmatched", "status", "client_error"); got != 2 {
+		t.Fatalf("unmatched 404 and 405 counted %v times, want 2", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/silt-io/silt/core"
 )
@@ -53,45 +54,58 @@ func (s *Server) appendEvents(c *call) (op, error) {
 		if lookupErr != nil {
 			return lookupErr
 		}
-		// Refuse before reading the body: a backlogged tier 2 must not
-		// cost the server the memory of bodies it will not store.
-		if s.tiering != nil {
-			if err := s.tiering.Backpressure(res.Tenant, res.Stream); err != nil {
-				return err
-			}
-		}
-		events, release, err := s.readBatch(c, format)
+		// From here the stream exists, so its name may label series.
+		err := s.storeBatch(c, st, format, &req)
 		if err != nil {
-			return err
+			s.producers.Failed(res.Tenant, res.Stream, mapError(err).code)
 		}
-		defer release()
-		if format == bodyWhole && st.Config.Encoding == core.EncodingLines {
-			// A lines event cannot hold '\n', so one at the very end can
-			// only be the line's terminator (a file saved by an editor,
-			// echo's output): appending "x\n" stores the line "x", and a
-			// raw read gives back exactly the bytes sent.
-			if ev := events[0]; len(ev) > 1 && ev[len(ev)-1] == '\n' {
-				events[0] = ev[:len(ev)-1]
-			}
-		}
-		req.Events = events
-		ack, err := s.store.Append(c.r.Context(), req)
-		if err != nil {
-			return err
-		}
-		if !ack.Duplicate {
-			var n int
-			for _, ev := range events {
-				n += len(ev)
-			}
-			s.met.appendedEvents.Add(float64(len(events)))
-			s.met.appendedBytes.Add(float64(n))
-		}
-		writeAppendJSON(c.w, appendJSON{
-			Segment: ack.Segment, FirstOffset: ack.FirstOffset, Count: ack.Count, Duplicate: ack.Duplicate,
-		})
-		return nil
+		return err
 	}}, nil
+}
+
+// storeBatch reads an append's body and stores it: the part of an append
+// that producer series count.
+func (s *Server) storeBatch(c *call, st core.Stream, format bodyFormat, req *core.AppendRequest) error {
+	start := time.Now()
+	// Refuse before reading the body: a backlogged tier 2 must not
+	// cost the server the memory of bodies it will not store.
+	if s.tiering != nil {
+		if err := s.tiering.Backpressure(req.Tenant, req.Stream); err != nil {
+			return err
+		}
+	}
+	events, release, err := s.readBatch(c, format)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if format == bodyWhole && st.Config.Encoding == core.EncodingLines {
+		// A lines event cannot hold '\n', so one at the very end can
+		// only be the line's terminator (a file saved by an editor,
+		// echo's output): appending "x\n" stores the line "x", and a
+		// raw read gives back exactly the bytes sent.
+		if ev := events[0]; len(ev) > 1 && ev[len(ev)-1] == '\n' {
+			events[0] = ev[:len(ev)-1]
+		}
+	}
+	req.Events = events
+	ack, err := s.store.Append(c.r.Context(), *req)
+	if err != nil {
+		return err
+	}
+	writeAppendJSON(c.w, appendJSON{
+		Segment: ack.Segment, FirstOffset: ack.FirstOffset, Count: ack.Count, Duplicate: ack.Duplicate,
+	})
+	if ack.Duplicate {
+		s.producers.Duplicate(req.Tenant, req.Stream, time.Since(start))
+		return nil
+	}
+	var n int64
+	for _, ev := range events {
+		n += int64(len(ev))
+	}
+	s.producers.Appended(req.Tenant, req.Stream, len(events), n, time.Since(start))
+	return nil
 }
 
 // readBatch reads an append body into events. Memory is reserved from the

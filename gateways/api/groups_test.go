@@ -237,8 +237,19 @@ func TestGroupMetrics(t *testing.T) {
 	e.must(http.StatusOK, req{method: "POST", path: groupPath("acme", "g") + "/members", body: jsonBody(t, map[string]any{"member": "r1"})})
 	e.must(http.StatusNoContent, req{method: "POST", path: groupPath("acme", "g") + "/members/r1/commit",
 		body: jsonBody(t, map[string]any{"generation": 1, "positions": []map[string]any{{"stream": "orders", "segment": "0", "offset": 2}}})})
+	st, err := e.store.GetStream(t.Context(), "acme", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg := st.Segments[0]
+	// The bytes read are estimated from the segment's mean record size.
+	wantBytes := int64(float64(sg.Bytes) / float64(sg.NextOffset-sg.FirstOffset) * 2)
+	if wantBytes <= 0 {
+		t.Fatalf("segment 0 holds %d bytes", sg.Bytes)
+	}
 	body := string(e.must(http.StatusOK, req{method: "GET", path: "/metrics"}).body)
 	for _, want := range []string{
+		fmt.Sprintf(`silt_group_committed_bytes_total{group="g",tenant="acme"} %d`, wantBytes),
 		`silt_group_readers{group="g",tenant="acme"} 1`,
 		`silt_group_rebalances_total{group="g",tenant="acme"} 1`,
 		`silt_group_commits_total{group="g",tenant="acme"} 1`,

@@ -263,7 +263,7 @@ func TestH1FollowEndsWhenClientLeaves(t *testing.T) {
 		resp.Body.Close()
 		deadline := time.Now().Add(hangStop)
 		route := "GET /v1/tenants/{tenant}/streams/{stream}/events"
-		for metricValue(t, e.srv.met.requests.WithLabelValues(route, "200")) < 1 {
+		for e.series("silt_head_requests_total", "head", "api", "op", route, "status", "ok") < 1 {
 			if time.Now().After(deadline) {
 				t.Fatal("the follow did not end after its client left")
 			}

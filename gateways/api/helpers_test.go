@@ -23,6 +23,7 @@ import (
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/core/vfs"
 	"github.com/silt-io/silt/groups"
+	smetrics "github.com/silt-io/silt/internal/metrics"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -328,6 +329,46 @@ func parseLines(t testing.TB, body []byte) (events []readLine, cursor string) {
 	return events, cursor
 }
 
+// series is the value of the series name{labels} (pairs of name and
+// value, all of the series' labels) that the server's /metrics shows: a counter's or
+// gauge's value, a histogram's count, 0 when there is no such series.
+func (e *env) series(name string, labels ...string) float64 {
+	e.t.Helper()
+	mfs, err := e.srv.gather.Gather() // what /metrics serves
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(want) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if v, ok := want[l.GetName()]; !ok || v != l.GetValue() {
+					continue metrics
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
 // metricValue reads a counter or gauge.
 func metricValue(t testing.TB, m prometheus.Metric) float64 {
 	t.Helper()
@@ -393,6 +434,12 @@ func (e *env) restart() {
 // does.
 func (e *env) useGroups() {
 	e.t.Helper()
+	// The shared series too, as silt serve does.
+	set, err := smetrics.New(smetrics.DefaultConfig(), e.reg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.srv.UseMetrics(set)
 	gc, err := groups.New(groups.DefaultConfig(), e.store.Catalog(), e.srv.GroupSource(), e.reg)
 	if err != nil {
 		e.t.Fatal(err)

@@ -3,44 +3,23 @@ package api
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	smetrics "github.com/silt-io/silt/internal/metrics"
 )
 
+// metrics are the series of the API's own machinery. Its requests are
+// counted in the series every head shares (silt_head_*, with op the route
+// pattern) and its appends in the producer series (silt_producer_*), both
+// from internal/metrics, which the server gets through UseMetrics.
 type metrics struct {
-	requests       *prometheus.CounterVec
-	duration       *prometheus.HistogramVec
-	appendedEvents prometheus.Counter
-	appendedBytes  prometheus.Counter
-	inflightBytes  prometheus.Gauge
-	rejected       prometheus.Counter
+	inflightBytes prometheus.Gauge
+	rejected      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		// route is the ServeMux pattern, never the path: paths carry
-		// tenant and stream names, which would make the series unbounded.
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "silt_api_requests_total",
-			Help: "Native API requests by route pattern and status code.",
-		}, []string{"route", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "silt_api_request_duration_seconds",
-			Help: "Native API request durations by route pattern (long-polls and follows included).",
-			// Appends wait for an fsync: most take around a millisecond,
-			// so the buckets start well below that.
-			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"route"}),
-		appendedEvents: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "silt_api_appended_events_total",
-			Help: "Events stored through the native API (retried duplicates not counted).",
-		}),
-		appendedBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "silt_api_appended_bytes_total",
-			Help: "Event bytes stored through the native API (retried duplicates not counted).",
-		}),
 		inflightBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "silt_api_inflight_bytes",
 			Help: "Append bytes currently held in memory, against max_inflight_bytes.",
@@ -51,18 +30,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
-		return nil, err
-	}
-	if m.duration, err = register(reg, m.duration); err != nil {
-		return nil, err
-	}
-	if m.appendedEvents, err = register(reg, m.appendedEvents); err != nil {
-		return nil, err
-	}
-	if m.appendedBytes, err = register(reg, m.appendedBytes); err != nil {
-		return nil, err
-	}
 	if m.inflightBytes, err = register(reg, m.inflightBytes); err != nil {
 		return nil, err
 	}
@@ -88,7 +55,14 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	return c, nil
 }
 
-func (m *metrics) observe(route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
+// UseMetrics makes the server count its requests and appends in set's
+// series (the server wiring shares one set between every head). Call it
+// before Serve; without it the counts are kept but exported nowhere.
+//
+// set must be registered on the registry the server was built with:
+// /metrics then serves that registry's series and the set's producer
+// counters, which no registry holds (see smetrics.Producers).
+func (s *Server) UseMetrics(set *smetrics.Set) {
+	s.head, s.producers = set.Heads.Head("api"), set.Producers
+	s.gather = set.Gatherer(s.gather)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core/names"
+	smetrics "github.com/silt-io/silt/internal/metrics"
 )
 
 // A route is one entry of the API. Access is declared here, not in the
@@ -265,7 +266,9 @@ func (s *Server) finish(c *call) {
 		status = http.StatusOK
 	}
 	elapsed := time.Since(c.start)
-	s.met.observe(c.route, status, elapsed)
+	// op is the route's pattern, never the path: paths carry tenant and
+	// stream names, which would make the series unbounded.
+	s.head.Observe(c.route, smetrics.HTTPStatus(status), c.w.bytes, elapsed)
 	if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(
 			zap.String("request_id", c.id),

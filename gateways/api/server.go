@@ -29,6 +29,7 @@ import (
 	"github.com/silt-io/silt/groups"
 	"github.com/silt-io/silt/internal/connlimit"
 	"github.com/silt-io/silt/internal/httpserve"
+	smetrics "github.com/silt-io/silt/internal/metrics"
 )
 
 // Config configures the API server.
@@ -135,17 +136,21 @@ type Auth struct {
 
 // Server serves the native API. Create it with New.
 type Server struct {
-	cfg     Config
-	store   *core.Store
-	auth    Auth
-	log     *zap.Logger
-	limits  core.Limits
-	budget  *budget
-	met     *metrics
-	gather  prometheus.Gatherer
-	routes  []route
-	mux     *http.ServeMux
-	handler http.Handler
+	cfg    Config
+	store  *core.Store
+	auth   Auth
+	log    *zap.Logger
+	limits core.Limits
+	budget *budget
+	met    *metrics
+	gather prometheus.Gatherer
+	// head and producers are the series shared with the other heads
+	// (UseMetrics).
+	head      *smetrics.Head
+	producers *smetrics.Producers
+	routes    []route
+	mux       *http.ServeMux
+	handler   http.Handler
 
 	// Paginated listings (list.go): the store's listing seam (tests count
 	// what a page reads), and the AEAD of page tokens that must not show
@@ -220,6 +225,8 @@ func New(cfg Config, store *core.Store, auth Auth, log *zap.Logger, reg promethe
 		list:     store,
 		pageSeal: pageSeal,
 	}
+	unused := smetrics.NewUnregistered(smetrics.DefaultConfig())
+	s.head, s.producers = unused.Heads.Head("api"), unused.Producers
 	s.drain, s.stopDrain = context.WithCancel(context.Background())
 	if err := s.buildMux(); err != nil {
 		return nil, err

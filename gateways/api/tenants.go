@@ -61,6 +61,7 @@ func (s *Server) deleteTenant(c *call) (op, error) {
 		if err := s.store.DeleteTenant(c.r.Context(), name); err != nil {
 			return err
 		}
+		s.producers.ForgetTenant(name)
 		noContent(c.w)
 		return nil
 	}}, nil
@@ -155,6 +156,7 @@ func (s *Server) deleteStream(c *call) (op, error) {
 		if err := s.store.DeleteStream(c.r.Context(), res.Tenant, res.Stream); err != nil {
 			return err
 		}
+		s.producers.ForgetStream(res.Tenant, res.Stream)
 		noContent(c.w)
 		return nil
 	}}, nil

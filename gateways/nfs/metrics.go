@@ -1,53 +1,45 @@
 package nfs
 
 import (
+	"errors"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	gonfs "github.com/silt-io/silt/gateways/nfs/internal/gonfs"
+	"github.com/silt-io/silt/internal/metrics"
 )
 
-// metrics are the head's Prometheus series: calls by procedure (with
-// failures apart), their latency, and the open connections.
-type metrics struct {
-	requests *prometheus.CounterVec
-	failed   *prometheus.CounterVec
-	seconds  *prometheus.HistogramVec
-	conns    prometheus.Gauge
+// UseMetrics counts the head's calls in the request series every head
+// shares (op is the procedure, "nfs.READ", "mount.MOUNT"…). Call it before
+// Serve; without it they are kept but exported nowhere. Open connections
+// are counted by the connection admission silt serve puts in front of
+// every head (silt_connections{head="nfs"}).
+func (s *Server) UseMetrics(h *metrics.Head) { s.met = h }
+
+// observe is gonfs's Observe hook.
+func (s *Server) observe(proc string, took time.Duration, sent int64, err error) {
+	s.met.Observe(proc, statusClass(err), sent, took)
 }
 
-func newMetrics() *metrics {
-	return &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "silt_nfs_requests_total", Help: "NFS and MOUNT calls answered, by procedure.",
-		}, []string{"proc"}),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "silt_nfs_request_errors_total", Help: "NFS and MOUNT calls answered with an error status, by procedure.",
-		}, []string{"proc"}),
-		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "silt_nfs_request_seconds", Help: "Time from a call's arrival to its answer being written, by procedure.",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9), // 100 µs to 6.5 s
-		}, []string{"proc"}),
-		conns: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "silt_nfs_connections", Help: "Open NFS/MOUNT client connections.",
-		}),
+// statusClass sorts an answer into the status classes of every head: an
+// NFS status that says the server failed (an I/O error, a server fault,
+// "try again later") is a server error, and so is a failure below NFS (a
+// reply that could not be built or sent); every other error status, and
+// an RPC-level refusal of a malformed call, is the client's.
+func statusClass(err error) string {
+	if err == nil {
+		return metrics.StatusOK
 	}
-}
-
-func (m *metrics) observe(proc string, took time.Duration, failed bool) {
-	m.requests.WithLabelValues(proc).Inc()
-	if failed {
-		m.failed.WithLabelValues(proc).Inc()
-	}
-	m.seconds.WithLabelValues(proc).Observe(took.Seconds())
-}
-
-// RegisterMetrics registers the head's series with reg. Call it before
-// Serve; without it they are kept but not exported.
-func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{s.met.requests, s.met.failed, s.met.seconds, s.met.conns} {
-		if err := reg.Register(c); err != nil {
-			return err
+	var st *gonfs.NFSStatusError
+	if errors.As(err, &st) {
+		switch st.NFSStatus {
+		case gonfs.NFSStatusIO, gonfs.NFSStatusServerFault, gonfs.NFSStatusJukebox:
+			return metrics.StatusServerError
 		}
+		return metrics.StatusClientError
 	}
-	return nil
+	var rpc gonfs.RPCError
+	if errors.As(err, &rpc) {
+		return metrics.StatusClientError
+	}
+	return metrics.StatusServerError
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/gateways/nfs/internal/fh"
 	"github.com/silt-io/silt/internal/connlimit"
+	"github.com/silt-io/silt/internal/metrics"
 	"github.com/silt-io/silt/view"
 )
 
@@ -48,7 +49,7 @@ type Server struct {
 	cookies *dirCookies // directory cookie → name, see readdir.go
 	indexes *dirIndexes // the cookie cache's fallback, see cookieindex.go
 	files   *openFiles  // recently read files, see openfiles.go
-	met     *metrics
+	met     *metrics.Head
 	log     *zap.Logger
 }
 
@@ -70,7 +71,7 @@ func New(cfg Config, v view.View, authz acl.Authorizer, handleKey []byte, log *z
 		log = zap.NewNop()
 	}
 	exports, _ := cfg.parseExports() // Validate parsed them already
-	s := &Server{cfg: cfg, exports: exports, codec: codec, cookies: newDirCookies(cookieCacheSize), indexes: newDirIndexes(indexMaxEntries, indexMinAge), files: newOpenFiles(), met: newMetrics(), log: log}
+	s := &Server{cfg: cfg, exports: exports, codec: codec, cookies: newDirCookies(cookieCacheSize), indexes: newDirIndexes(indexMaxEntries, indexMinAge), files: newOpenFiles(), met: metrics.NewUnregistered(metrics.DefaultConfig()).Heads.Head("nfs"), log: log}
 	for i, e := range exports {
 		byPrincipal := map[string]*viewFS{}
 		for _, p := range e.principals() {
@@ -104,7 +105,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		tl.shutdown()
 	}()
-	srv := &gonfs.Server{Handler: (*handler)(s), Context: ctx, MaxInflight: s.cfg.MaxInflight, Observe: s.met.observe,
+	srv := &gonfs.Server{Handler: (*handler)(s), Context: ctx, MaxInflight: s.cfg.MaxInflight, Observe: s.observe,
 		IdleTimeout: s.cfg.IdleTimeout, ConnState: s.connState}
 	err := srv.Serve(tl)
 	close(stopped)
@@ -186,7 +187,6 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 		}
 		l.conns[tc] = struct{}{}
 		l.mu.Unlock()
-		l.s.met.conns.Inc()
 		return tc, nil
 	}
 }
@@ -242,7 +242,6 @@ func (c *trackedConn) Close() error {
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
 		c.l.mu.Unlock()
-		c.l.s.met.conns.Dec()
 		err = c.Conn.Close()
 	})
 	return err

@@ -1,63 +1,26 @@
-// Package httpmetrics instruments an HTTP head with Prometheus metrics:
-// requests by method and status code, request duration, and response
-// bytes, labelled with the head's name. The native API has its own, finer
-// route-level metrics; this is for the protocol heads (S3, WebHDFS), whose
-// handlers stay free of metrics code.
+// Package httpmetrics counts the requests of an HTTP protocol head (S3,
+// WebHDFS) in the request series every head shares (internal/metrics):
+// by operation and status class, with their duration and the body bytes
+// sent. The heads' handlers stay free of metrics code; each head names
+// its operations with a function of the request.
 package httpmetrics
 
 import (
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/silt-io/silt/internal/metrics"
 )
 
-// Metrics holds the collectors shared by every wrapped head.
-type Metrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	bytes    *prometheus.CounterVec
-}
-
-// New registers the collectors on reg.
-func New(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "silt_head_requests_total", Help: "HTTP requests served by a protocol head, by method and status code.",
-		}, []string{"head", "method", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "silt_head_request_duration_seconds", Help: "Time to serve a protocol head's request, to the last byte.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-		}, []string{"head", "method"}),
-		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "silt_head_response_bytes_total", Help: "Response body bytes sent by a protocol head.",
-		}, []string{"head"}),
-	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.bytes} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
-}
-
-// Wrap returns h instrumented under the head label.
-func (m *Metrics) Wrap(head string, h http.Handler) http.Handler {
+// Wrap returns h counted in head's series, op naming each request's
+// operation (from a bounded set: never a path or a name from it).
+func Wrap(head *metrics.Head, op func(*http.Request) string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		method := r.Method
-		switch method {
-		case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodOptions:
-		default:
-			method = "other" // bound the label's values
-		}
-		m.requests.WithLabelValues(head, method, strconv.Itoa(rec.code)).Inc()
-		m.duration.WithLabelValues(head, method).Observe(time.Since(start).Seconds())
-		m.bytes.WithLabelValues(head).Add(float64(rec.n))
+		head.Observe(op(r), metrics.HTTPStatus(rec.code), rec.n, time.Since(start))
 	})
 }
 

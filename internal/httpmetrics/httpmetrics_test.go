@@ -9,49 +9,45 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/silt-io/silt/internal/metrics"
 )
 
-func TestWrapCountsRequestsCodesAndBytes(t *testing.T) {
+func TestWrapCountsRequestsStatusClassesAndBytes(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := New(reg)
+	set, err := metrics.New(metrics.DefaultConfig(), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := m.Wrap("s3", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut {
+	byMethod := func(r *http.Request) string { return "Op" + r.Method }
+	h := Wrap(set.Heads.Head("s3"), byMethod, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPut:
 			w.WriteHeader(http.StatusForbidden)
-			return
+		case http.MethodDelete:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			io.WriteString(w, "hello")
 		}
-		io.WriteString(w, "hello")
 	}))
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	for i := 0; i < 2; i++ {
-		resp, err := http.Get(srv.URL)
+	do := func(method string) {
+		req, _ := http.NewRequest(method, srv.URL, strings.NewReader("x"))
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	req, _ := http.NewRequest(http.MethodPut, srv.URL, strings.NewReader("x"))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got := testutil.ToFloat64(m.requests.WithLabelValues("s3", "GET", "200")); got != 2 {
-		t.Fatalf("GET 200 count = %v, want 2", got)
-	}
-	if got := testutil.ToFloat64(m.requests.WithLabelValues("s3", "PUT", "403")); got != 1 {
-		t.Fatalf("PUT 403 count = %v, want 1", got)
-	}
-	if got := testutil.ToFloat64(m.bytes.WithLabelValues("s3")); got != 10 {
-		t.Fatalf("response bytes = %v, want 10", got)
-	}
+	do(http.MethodGet)
+	do(http.MethodGet)
+	do(http.MethodPut)
+	do(http.MethodDelete)
 	// A body sent through io.Copy (as http.ServeContent does) is counted
 	// too, through ReadFrom.
-	h2 := m.Wrap("webhdfs", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h2 := Wrap(set.Heads.Head("webhdfs"), byMethod, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := w.(io.ReaderFrom); !ok {
 			t.Error("wrapped writer lost io.ReaderFrom (sendfile)")
 		}
@@ -59,10 +55,25 @@ func TestWrapCountsRequestsCodesAndBytes(t *testing.T) {
 	}))
 	rr := httptest.NewRecorder()
 	h2.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/", nil))
-	if got := testutil.ToFloat64(m.bytes.WithLabelValues("webhdfs")); got != 1000 || rr.Body.Len() != 1000 {
-		t.Fatalf("copied body: counted %v, sent %d; want 1000", got, rr.Body.Len())
+	want := `
+# HELP silt_head_requests_total Requests answered by a head, by operation and status class (ok, client_error, server_error).
+# TYPE silt_head_requests_total counter
+silt_head_requests_total{head="s3",op="OpDELETE",status="server_error"} 1
+silt_head_requests_total{head="s3",op="OpGET",status="ok"} 2
+silt_head_requests_total{head="s3",op="OpPUT",status="client_error"} 1
+silt_head_requests_total{head="webhdfs",op="OpGET",status="ok"} 1
+# HELP silt_head_response_bytes_total Bytes a head sent in answers (bodies for HTTP heads, whole replies for NFS).
+# TYPE silt_head_response_bytes_total counter
+silt_head_response_bytes_total{head="s3"} 10
+silt_head_response_bytes_total{head="webhdfs"} 1000
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "silt_head_requests_total", "silt_head_response_bytes_total"); err != nil {
+		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg, "silt_head_request_duration_seconds"); err != nil || n != 3 {
-		t.Fatalf("duration series = %d, %v; want 3 (s3 GET, s3 PUT, webhdfs GET)", n, err)
+	if rr.Body.Len() != 1000 {
+		t.Fatalf("sent %d bytes, want 1000", rr.Body.Len())
+	}
+	if n, err := testutil.GatherAndCount(reg, "silt_head_request_duration_seconds"); err != nil || n != 4 {
+		t.Fatalf("duration series = %d, %v; want 4 (s3 GET, PUT, DELETE, webhdfs GET)", n, err)
 	}
 }

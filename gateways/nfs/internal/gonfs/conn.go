@@ -225,7 +225,13 @@ func (c *conn) serveOne(ctx context.Context, w *response) bool {
 	err := c.handle(ctx, w)
 	respErr := w.finish(ctx)
 	if c.Server.Observe != nil {
-		c.Server.Observe(procName(w.req.Header.Prog, w.req.Header.Proc), time.Since(start), err != nil || respErr != nil || w.err != nil)
+		failure := err
+		for _, e := range []error{respErr, w.err} {
+			if failure == nil {
+				failure = e
+			}
+		}
+		c.Server.Observe(procName(w.req.Header.Prog, w.req.Header.Proc), time.Since(start), w.sent, failure)
 	}
 	if err != nil {
 		Log.Errorf("error handling req: %v", err)
@@ -353,6 +359,8 @@ type response struct {
 	// release runs once it has been.
 	tail    []byte
 	release func() error
+	// sent is the size of the reply once written, for Observe.
+	sent int64
 }
 
 func (w *response) writeXdrHeader() error {
@@ -464,7 +472,8 @@ func (w *response) finish(ctx context.Context) error {
 		w.conn.Conn.SetWriteDeadline(time.Now().Add(d))
 	}
 	if w.tail == nil {
-		_, err := w.conn.Conn.Write(b)
+		n, err := w.conn.Conn.Write(b)
+		w.sent = int64(n)
 		return err
 	}
 	var zeros [3]byte
@@ -473,9 +482,9 @@ func (w *response) finish(ctx context.Context) error {
 	if bw, ok := w.conn.Conn.(interface {
 		WriteBuffers(*net.Buffers) (int64, error)
 	}); ok {
-		_, err = bw.WriteBuffers(&bufs)
+		w.sent, err = bw.WriteBuffers(&bufs)
 	} else {
-		_, err = bufs.WriteTo(w.conn.Conn)
+		w.sent, err = bufs.WriteTo(w.conn.Conn)
 	}
 	unmapPages(w.tail)
 	return err

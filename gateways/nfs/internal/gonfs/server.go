@@ -20,9 +20,10 @@ type Server struct {
 	MaxInflight int
 	// Observe, when set, is called after each request is answered with
 	// its procedure's name ("nfs.READ", "mount.MOUNT", "unknown"), how long
-	// it took from its arrival, and whether its answer was an error
+	// it took from its arrival, the bytes of the reply written, and the
+	// error it was answered with or that failed it, nil for success
 	// (patched in, for metrics).
-	Observe func(proc string, took time.Duration, failed bool)
+	Observe func(proc string, took time.Duration, sent int64, err error)
 	// IdleTimeout, when positive, closes a connection that has had no
 	// request in flight and received none for that long, or that has
 	// left a reply unread for that long (patched in).
