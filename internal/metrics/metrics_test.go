@@ -203,13 +203,14 @@ func TestStorage(t *testing.T) {
 		return map[string]int64{"acme": 200, "beta": 0}, nil
 	}
 	tier1 := func(context.Context) (map[string]int64, error) { return map[string]int64{"acme": 10}, nil }
-	// An hour between refreshes: only the first, in StartStorage, and
-	// the ones the test asks for happen.
+	// An hour between refreshes: only the first, which the loop makes
+	// at once, and the ones the test asks for happen.
 	s, err := StartStorage(reg, time.Hour, Tier{"1", tier1}, Tier{"2", tier2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	<-s.first
 	want := `
 # HELP silt_storage_bytes Bytes a tenant holds in a tier (1: the node's log files; 2: committed chunks), as of the last refresh (metrics.storage_refresh).
 # TYPE silt_storage_bytes gauge

@@ -31,6 +31,7 @@ type Storage struct {
 	errs      prometheus.Counter
 	cancel    context.CancelFunc
 	done      chan struct{}
+	first     chan struct{} // closed after the first refresh
 	closeOnce sync.Once
 	mu        struct {
 		sync.Mutex
@@ -39,8 +40,10 @@ type Storage struct {
 	}
 }
 
-// StartStorage measures every tier once, registers the storage series on
-// reg and starts the loop that refreshes them every interval.
+// StartStorage registers the storage series on reg and starts the loop
+// that measures every tier at once and then every interval. The first
+// measurement is the loop's, not the caller's: measuring tier 1 walks
+// every stream's files, which a start must not wait for.
 func StartStorage(reg prometheus.Registerer, every time.Duration, tiers ...Tier) (*Storage, error) {
 	s := &Storage{
 		reg: reg, tiers: tiers, every: every,
@@ -49,14 +52,14 @@ func StartStorage(reg prometheus.Registerer, every time.Duration, tiers ...Tier)
 		errs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "silt_storage_refresh_errors_total", Help: "Refreshes of silt_storage_bytes that failed for a tier (the tier keeps its previous figures).",
 		}),
-		done: make(chan struct{}),
+		done:  make(chan struct{}),
+		first: make(chan struct{}),
 	}
 	if err := reg.Register(s); err != nil {
 		return nil, fmt.Errorf("metrics: register storage series: %w", err)
 	}
 	var ctx context.Context
 	ctx, s.cancel = context.WithCancel(context.Background())
-	s.Refresh(ctx)
 	go s.run(ctx)
 	return s, nil
 }
@@ -73,6 +76,8 @@ func (s *Storage) Close() {
 
 func (s *Storage) run(ctx context.Context) {
 	defer close(s.done)
+	s.Refresh(ctx)
+	close(s.first)
 	t := time.NewTicker(s.every)
 	defer t.Stop()
 	for {
