@@ -247,10 +247,10 @@ func (c *Catalog) DeleteKeys(keys []string) error {
 	return nil
 }
 
-// keyOverhead is what one key of a commit costs beyond its bytes in the
-// most demanding backend (etcd's framing and its prefix), counted
-// generously.
-const keyOverhead = 32 + 128
+// keyOverhead is what one key of a commit costs beyond its bytes: etcd's
+// framing, as etcd's commit counts it (txnOpOverhead); the prefix every
+// etcd key carries is taken off the byte limit by txnLimits.
+const keyOverhead = txnOpOverhead
 
 // DeletePrefix durably removes every key with the given prefix.
 func (c *Catalog) DeletePrefix(prefix string) error {
