@@ -20,7 +20,7 @@ const commitStream = "commits"
 // write of a position record in pebbleDir, and GET /healthz, in blocks
 // that take turns, so that all three see the disk and the machine alike.
 func commitCase(ctx context.Context, srv *server, pebbleDir string, n int) error {
-	cl := srv.cl
+	cl := srv.CL
 	if _, err := cl.CreateTenant(ctx, tenant, nil); err != nil && !client.IsConflict(err) {
 		return err
 	}
@@ -55,7 +55,7 @@ func commitCase(ctx context.Context, srv *server, pebbleDir string, n int) error
 	defer db.Close()
 	key := []byte("groups/p/" + tenant + "/committer/" + commitStream + "/" + seg)
 	hc := &http.Client{Timeout: 10 * time.Second}
-	healthz := "http://" + srv.api + "/healthz"
+	healthz := "http://" + srv.API + "/healthz"
 
 	var commit, write, floor []time.Duration
 	var recordBytes int

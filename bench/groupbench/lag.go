@@ -23,7 +23,7 @@ type lagGroup struct {
 // GroupLag on both: the first call on idle logs (with the server's
 // descriptors before and after), then calls taking turns.
 func lagCase(ctx context.Context, srv *server, events, calls int, idleClose time.Duration) error {
-	cl := srv.cl
+	cl := srv.CL
 	if _, err := cl.CreateTenant(ctx, tenant, nil); err != nil && !client.IsConflict(err) {
 		return err
 	}
@@ -53,7 +53,7 @@ func lagCase(ctx context.Context, srv *server, events, calls int, idleClose time
 			return err
 		}
 		cold[g.name] = time.Since(t0)
-		if fdsAfter[g.name], err = srv.fds(); err != nil {
+		if fdsAfter[g.name], err = srv.FDs(); err != nil {
 			return err
 		}
 	}
@@ -73,7 +73,7 @@ func lagCase(ctx context.Context, srv *server, events, calls int, idleClose time
 			times[g.name] = append(times[g.name], time.Since(t0))
 		}
 	}
-	fdsEnd, err := srv.fds()
+	fdsEnd, err := srv.FDs()
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func settleFDs(ctx context.Context, srv *server, idleClose time.Duration) (int, 
 	last, since := -1, time.Now()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		n, err := srv.fds()
+		n, err := srv.FDs()
 		if err != nil {
 			return 0, err
 		}

@@ -34,6 +34,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/silt-io/silt/bench/internal/siltchild"
 )
 
 func main() {
@@ -117,27 +119,14 @@ func main() {
 	}
 }
 
+// server is the `silt serve` child the cases run against.
+type server = siltchild.Server
+
 // run starts the server child on dir/silt, runs fn and stops the child,
 // also when the run is interrupted.
 func run(ctx context.Context, bin, dir string, idleClose time.Duration, fn func(*server) error) error {
-	srv, err := startServer(bin, filepath.Join(dir, "silt"), "--core.idle_close", idleClose.String())
-	if err != nil {
-		return err
-	}
-	defer srv.stop()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			srv.stop()
-		case <-done:
-		}
-	}()
-	if err := fn(srv); err != nil {
-		return fmt.Errorf("%w\nthe end of the server's log:\n%s", err, srv.log)
-	}
-	return nil
+	o := siltchild.Options{Bin: bin, Dir: filepath.Join(dir, "silt"), Extra: []string{"--core.idle_close", idleClose.String()}}
+	return siltchild.Run(ctx, o, fn)
 }
 
 func loadavg() string {

@@ -22,7 +22,7 @@ const (
 // readCase appends n events of size bytes to each of 4 segments, then
 // alternates 4 plain readers with a group of 4 GroupReaders.
 func readCase(ctx context.Context, srv *server, n, size, batch, rounds int) error {
-	cl := srv.cl
+	cl := srv.CL
 	if _, err := cl.CreateTenant(ctx, tenant, nil); err != nil {
 		return err
 	}

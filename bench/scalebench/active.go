@@ -92,7 +92,7 @@ type activeCase struct {
 // reported are the rounds' medians.
 func activeRuns(ctx context.Context, srv *server, producers, active, rounds int, dur time.Duration) error {
 	const tenant = "active"
-	if _, err := srv.cl.CreateTenant(ctx, tenant, nil); err != nil {
+	if _, err := srv.CL.CreateTenant(ctx, tenant, nil); err != nil {
 		return err
 	}
 	names := func(prefix string, n int) []string {
@@ -108,14 +108,14 @@ func activeRuns(ctx context.Context, srv *server, producers, active, rounds int,
 		{fmt.Sprintf("%d streams", active), names("a", active)},
 	}
 	for _, c := range cases {
-		if err := createAll(ctx, srv.cl, func(i int) (string, string) { return tenant, c.streams[i] }, len(c.streams), 16, 0); err != nil {
+		if err := createAll(ctx, srv.CL, func(i int) (string, string) { return tenant, c.streams[i] }, len(c.streams), 16, 0); err != nil {
 			return err
 		}
 	}
 	// One untimed second of each: every stream's files exist and every
 	// connection is open before timing starts.
 	for _, c := range cases {
-		if _, err := syncProducers(ctx, srv.cl, tenant, c.streams, producers, time.Second); err != nil {
+		if _, err := syncProducers(ctx, srv.CL, tenant, c.streams, producers, time.Second); err != nil {
 			return fmt.Errorf("warm-up on %s: %w", c.name, err)
 		}
 	}
@@ -126,7 +126,7 @@ func activeRuns(ctx context.Context, srv *server, producers, active, rounds int,
 	for r := range rounds {
 		var ms [3]measured
 		for i, c := range cases {
-			m, err := syncProducers(ctx, srv.cl, tenant, c.streams, producers, dur)
+			m, err := syncProducers(ctx, srv.CL, tenant, c.streams, producers, dur)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}

@@ -100,7 +100,7 @@ func appendRange(ctx context.Context, cl *client.Client, from, to, workers int) 
 // streams in check instead.
 func waitTiered(ctx context.Context, srv *server, check []int) error {
 	for deadline := time.Now().Add(30 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-		v, ok, err := srv.metric(ctx, "silt_tier_backlog_bytes")
+		v, ok, err := metric(ctx, srv, "silt_tier_backlog_bytes")
 		if err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func waitTiered(ctx context.Context, srv *server, check []int) error {
 		done := true
 		for _, i := range check {
 			tenant, stream := idleName(i)
-			st, err := srv.cl.GetStream(ctx, tenant, stream)
+			st, err := srv.CL.GetStream(ctx, tenant, stream)
 			if err != nil {
 				return err
 			}
@@ -151,27 +151,27 @@ type idlePoint struct {
 func measureIdle(ctx context.Context, srv *server, streams int, settle time.Duration) (idlePoint, error) {
 	p := idlePoint{streams: streams}
 	var err error
-	srv.stop()
-	if p.restartClean, err = srv.start(); err != nil {
+	srv.Stop()
+	if p.restartClean, err = srv.Start(); err != nil {
 		return p, err
 	}
-	srv.kill()
-	if p.restartKill, err = srv.start(); err != nil {
+	srv.Kill()
+	if p.restartKill, err = srv.Start(); err != nil {
 		return p, err
 	}
 	time.Sleep(settle)
-	if p.fds, err = srv.fds(); err != nil {
+	if p.fds, err = srv.FDs(); err != nil {
 		return p, err
 	}
-	if p.rss, err = srv.rss(); err != nil {
+	if p.rss, err = srv.RSS(); err != nil {
 		return p, err
 	}
-	if p.tier1, err = srv.tier1Bytes(); err != nil {
+	if p.tier1, err = tier1Bytes(srv); err != nil {
 		return p, err
 	}
 	tenant, stream := idleName(streams / 2)
 	t := time.Now()
-	if _, err := srv.cl.Read(ctx, tenant, stream, client.ReadOptions{Segment: "0", Max: 10}); err != nil {
+	if _, err := srv.CL.Read(ctx, tenant, stream, client.ReadOptions{Segment: "0", Max: 10}); err != nil {
 		return p, fmt.Errorf("read %s/%s after the restart: %w", tenant, stream, err)
 	}
 	p.firstRead = time.Since(t)
@@ -184,7 +184,7 @@ func measureIdle(ctx context.Context, srv *server, streams int, settle time.Dura
 // requests and returns their rate.
 func timedCreate(ctx context.Context, srv *server, from, to, workers int) (float64, error) {
 	t := time.Now()
-	if err := createRange(ctx, srv.cl, idleName, from, to, workers, 2); err != nil {
+	if err := createRange(ctx, srv.CL, idleName, from, to, workers, 2); err != nil {
 		return 0, err
 	}
 	return float64(to-from) / time.Since(t).Seconds(), nil
@@ -202,7 +202,7 @@ func creationAt(ctx context.Context, srv *server, p *idlePoint, from, window, se
 	from += window
 	if serial > 0 {
 		t := time.Now()
-		if err := createRange(ctx, srv.cl, idleName, from, from+serial, 1, 2); err != nil {
+		if err := createRange(ctx, srv.CL, idleName, from, from+serial, 1, 2); err != nil {
 			return 0, err
 		}
 		p.createSerial = time.Since(t) / time.Duration(serial)
@@ -219,13 +219,13 @@ func idleRuns(ctx context.Context, srv *server, n, base, window, serial, workers
 		return fmt.Errorf("-streams %d: want at least -base + 2×(-window + -serial) (%d)", n, base+2*(window+serial))
 	}
 	for i := range idleTenants {
-		if _, err := srv.cl.CreateTenant(ctx, fmt.Sprintf("idle-%02d", i), nil); err != nil {
+		if _, err := srv.CL.CreateTenant(ctx, fmt.Sprintf("idle-%02d", i), nil); err != nil {
 			return err
 		}
 	}
 	grow := func(from, to int) error {
 		t := time.Now()
-		if err := appendRange(ctx, srv.cl, from, to, workers); err != nil {
+		if err := appendRange(ctx, srv.CL, from, to, workers); err != nil {
 			return err
 		}
 		fmt.Printf("appended to streams %d–%d at %.0f streams/s (2 batches each)\n", from, to-1, float64(to-from)/time.Since(t).Seconds())
@@ -237,7 +237,7 @@ func idleRuns(ctx context.Context, srv *server, n, base, window, serial, workers
 		return nil
 	}
 	t := time.Now()
-	if err := createRange(ctx, srv.cl, idleName, 0, base, workers, 2); err != nil {
+	if err := createRange(ctx, srv.CL, idleName, 0, base, workers, 2); err != nil {
 		return err
 	}
 	fmt.Printf("created streams 0–%d at %.0f/s\n", base-1, float64(base)/time.Since(t).Seconds())
@@ -259,10 +259,10 @@ func idleRuns(ctx context.Context, srv *server, n, base, window, serial, workers
 		to := min(from+step, last)
 		r, err := timedCreate(ctx, srv, from, to, workers)
 		if err != nil {
-			fds, _ := srv.fds()
+			fds, _ := srv.FDs()
 			return fmt.Errorf("%w (the server holds %d descriptors)", err, fds)
 		}
-		fds, _ := srv.fds()
+		fds, _ := srv.FDs()
 		fmt.Printf("created streams %d–%d at %.0f/s; the server holds %d descriptors\n", from, to-1, r, fds)
 	}
 	var atN idlePoint

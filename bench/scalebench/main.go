@@ -33,6 +33,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/silt-io/silt/bench/internal/siltchild"
 )
 
 func main() {
@@ -118,38 +120,13 @@ func run(bin, dir, cases string, extra []string, nofile int, keep bool, runCase 
 		case "metrics-on", "metrics-off":
 			flags = append(slices.Clone(extra), "--metrics.per_stream="+strconv.FormatBool(c == "metrics-on"))
 		}
-		err := withServer(ctx, bin, filepath.Join(dir, c), nofile, flags, func(srv *server) error {
+		o := siltchild.Options{Bin: bin, Dir: filepath.Join(dir, c), Nofile: nofile, Extra: flags}
+		err := siltchild.Run(ctx, o, func(srv *server) error {
 			return runCase(ctx, srv, c)
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", c, err)
 		}
-	}
-	return nil
-}
-
-// withServer runs fn against a server child on a fresh data directory
-// and stops the child afterwards, whatever fn did.
-func withServer(ctx context.Context, bin, dir string, nofile int, extra []string, fn func(*server) error) error {
-	srv, err := newServer(ctx, bin, dir, nofile, extra)
-	if err != nil {
-		return err
-	}
-	if _, err := srv.start(); err != nil {
-		return err
-	}
-	defer srv.stop()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			srv.stop()
-		case <-done:
-		}
-	}()
-	if err := fn(srv); err != nil {
-		return fmt.Errorf("%w\nthe end of the server's log:\n%s\n(%v)", err, srv.log, err)
 	}
 	return nil
 }

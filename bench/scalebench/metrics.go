@@ -69,19 +69,19 @@ func scrape(ctx context.Context, hc *http.Client, api string, gz bool) (time.Dur
 func metricsRun(ctx context.Context, srv *server, perStream bool, n, workers, scrapes int, settle time.Duration) (metricsPoint, error) {
 	p := metricsPoint{perStream: perStream}
 	for i := range idleTenants {
-		if _, err := srv.cl.CreateTenant(ctx, fmt.Sprintf("idle-%02d", i), nil); err != nil {
+		if _, err := srv.CL.CreateTenant(ctx, fmt.Sprintf("idle-%02d", i), nil); err != nil {
 			return p, err
 		}
 	}
 	t := time.Now()
-	if err := createRange(ctx, srv.cl, idleName, 0, n, workers, 1); err != nil {
+	if err := createRange(ctx, srv.CL, idleName, 0, n, workers, 1); err != nil {
 		return p, err
 	}
 	fmt.Printf("per_stream=%v: created %d streams at %.0f/s\n", perStream, n, float64(n)/time.Since(t).Seconds())
 	t = time.Now()
 	err := forEach(ctx, 0, n, workers, func(i int) error {
 		tenant, stream := idleName(i)
-		_, err := srv.cl.Append(ctx, tenant, stream, [][]byte{fmt.Appendf(nil, "%s/%s", tenant, stream)},
+		_, err := srv.CL.Append(ctx, tenant, stream, [][]byte{fmt.Appendf(nil, "%s/%s", tenant, stream)},
 			client.AppendOptions{Segment: "0", WriterID: "bench", Seq: 1})
 		return err
 	})
@@ -97,7 +97,7 @@ func metricsRun(ctx context.Context, srv *server, perStream bool, n, workers, sc
 	}
 	hc := &http.Client{Timeout: time.Minute}
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
-		_, _, text, err := scrape(ctx, hc, srv.api, false)
+		_, _, text, err := scrape(ctx, hc, srv.API, false)
 		if err != nil {
 			return p, err
 		}
@@ -109,10 +109,10 @@ func metricsRun(ctx context.Context, srv *server, perStream bool, n, workers, sc
 		}
 	}
 	time.Sleep(settle) // past the appends' garbage
-	if p.rssBefore, err = srv.rss(); err != nil {
+	if p.rssBefore, err = srv.RSS(); err != nil {
 		return p, err
 	}
-	_, n0, text, err := scrape(ctx, hc, srv.api, false)
+	_, n0, text, err := scrape(ctx, hc, srv.API, false)
 	if err != nil {
 		return p, err
 	}
@@ -122,13 +122,13 @@ func metricsRun(ctx context.Context, srv *server, perStream bool, n, workers, sc
 			p.series++
 		}
 	}
-	cpu0, err := srv.cpuTime()
+	cpu0, err := srv.CPUTime()
 	if err != nil {
 		return p, err
 	}
 	for i := 0; i < scrapes; i++ {
 		for _, gz := range []bool{false, true} {
-			d, size, _, err := scrape(ctx, hc, srv.api, gz)
+			d, size, _, err := scrape(ctx, hc, srv.API, gz)
 			if err != nil {
 				return p, err
 			}
@@ -139,12 +139,12 @@ func metricsRun(ctx context.Context, srv *server, perStream bool, n, workers, sc
 			}
 		}
 	}
-	cpu1, err := srv.cpuTime()
+	cpu1, err := srv.CPUTime()
 	if err != nil {
 		return p, err
 	}
 	p.cpu = (cpu1 - cpu0) / time.Duration(2*scrapes)
-	if p.rssPost, err = srv.rss(); err != nil {
+	if p.rssPost, err = srv.RSS(); err != nil {
 		return p, err
 	}
 	fmt.Printf("per_stream=%v: %d series, %d KiB (%d KiB gzip); CPU %s per scrape; scrape p50 %s, max %s (gzip p50 %s, max %s); RSS %d → %d MiB\n",
