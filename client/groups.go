@@ -172,6 +172,17 @@ func (c *Client) GroupLag(ctx context.Context, tenant, name string) (GroupLag, e
 	return l, err
 }
 
+// GroupLagTotal returns how far a group is behind in total, without the
+// per-segment rows (Segments is empty): it costs the server a lookup per
+// stream of the group, not a row per segment.
+func (c *Client) GroupLagTotal(ctx context.Context, tenant, name string) (GroupLag, error) {
+	var l GroupLag
+	rq := get(groupsPath(tenant, name, "lag"))
+	rq.query = url.Values{"segments": {"false"}}
+	err := c.doJSON(ctx, rq, nil, &l)
+	return l, err
+}
+
 // JoinGroup joins a group as reader member ("" lets the server name it).
 // Joining again as a live member returns the current assignment.
 func (c *Client) JoinGroup(ctx context.Context, tenant, name, member string) (Assignment, error) {

@@ -130,7 +130,7 @@ func (s *Store) openSlot(st *stream, i int) error {
 	}
 	ref := st.ref(i)
 	l, err := segment.Open(s.wal.segmentOptions(segment.Options{
-		OnCommit:        func() { s.activity.Mark(ref) },
+		OnCommit:        func() { st.version.Add(1); s.activity.Mark(ref) },
 		FS:              s.fs,
 		Dir:             filepath.Join(s.streamDir(st.rec), ref.Segment),
 		FileBytes:       s.cfg.SegmentFileBytes,

@@ -156,6 +156,10 @@ type stream struct {
 	// log of a deleted stream.
 	deleted  atomic.Bool
 	openSegs atomic.Int32
+	// version changes whenever a segment's bounds change (a commit, a
+	// truncation) or tiering reports a change in tier 2: readers that
+	// cache what they derived from the bounds (a group's lag) compare it.
+	version  atomic.Uint64
 	ownersMu sync.Mutex
 	owners   *writerOwners // nil until an owner-checked append needs it
 }

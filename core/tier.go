@@ -53,7 +53,30 @@ func (s *Store) TruncateBefore(tenant, stream, segmentID string, offset uint64) 
 	if _, err := log.TruncateBefore(offset); err != nil {
 		return mapSegmentErr(err)
 	}
+	st.version.Add(1)
 	return s.wal.tiered(st.ref(i), log, offset)
+}
+
+// StreamVersion returns a stream's incarnation and its version, a number
+// that changes whenever a segment's bounds (first and next offset, bytes)
+// change or Tier2Changed is called for it, so that a reader can keep what
+// it derived from the bounds until the version moves. It costs a map
+// lookup, whatever the stream's segments.
+func (s *Store) StreamVersion(tenant, name string) (incarnation int64, version uint64, err error) {
+	st, err := s.stream(tenant, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.rec.Created.UnixNano(), st.version.Load(), nil
+}
+
+// Tier2Changed is how tiering tells StreamVersion's readers that what tier
+// 2 holds of a stream changed other than by a truncation of tier 1 (a
+// deletion by retention).
+func (s *Store) Tier2Changed(tenant, name string) {
+	if st, err := s.stream(tenant, name); err == nil {
+		st.version.Add(1)
+	}
 }
 
 // Roll starts a new active file for the segment when all events of the

@@ -63,6 +63,13 @@ type state struct {
 	// lag whose position has not moved reads no event and opens no idle
 	// segment log. At most one entry per segment of the group.
 	ages map[SegmentRef]eventAge
+	// totals caches LagTotal's sums per stream with the stream version
+	// (core.Store.StreamVersion) they were computed at. A commit drops
+	// the entries of the streams it moved and a reset drops them all;
+	// lagEpoch counts those drops, so that a sum computed across one is
+	// not kept.
+	totals   map[string]streamTotal
+	lagEpoch uint64
 }
 
 // eventAge is the append time of the event at offset.
@@ -369,6 +376,8 @@ func (c *Coordinator) Reset(ctx context.Context, tenant, name string, start Star
 		return Description{}, fmt.Errorf("reset group %s: %w", name, err)
 	}
 	st.g, st.pos, st.seen = g, pos, map[string]time.Time{}
+	st.totals = nil
+	st.lagEpoch++
 	st.rebalances++
 	return Description{Group: cloneGroup(g), Members: []MemberInfo{}, Positions: sortedPositions(pos)}, nil
 }

@@ -90,7 +90,7 @@ func (c *Coordinator) Lag(ctx context.Context, tenant, name string) (Lag, error)
 		for _, sg := range s.Segments {
 			r := SegmentRef{s.Name, sg.ID}
 			age, cached := ages[r]
-			l, err := c.segmentLag(ctx, s, sg, pos[r].Offset, now, &age, cached)
+			l, _, err := c.segmentLag(ctx, s, sg, pos[r].Offset, now, &age, cached)
 			if err != nil {
 				return Lag{}, err
 			}
@@ -109,20 +109,21 @@ func (c *Coordinator) Lag(ctx context.Context, tenant, name string) (Lag, error)
 
 // segmentLag is one segment's lag. age is the time of the oldest unread
 // event as last read (valid when cached); when that event is another,
-// segmentLag reads it and sets age.
-func (c *Coordinator) segmentLag(ctx context.Context, s core.Stream, sg core.SegmentInfo, committed uint64, now time.Time, age *eventAge, cached bool) (SegmentLag, error) {
-	l := SegmentLag{Stream: s.Name, Segment: sg.ID, Committed: committed, Next: sg.NextOffset}
+// segmentLag reads it and sets age. oldest is that event's append time,
+// zero when nothing is unread or the event could not be read.
+func (c *Coordinator) segmentLag(ctx context.Context, s core.Stream, sg core.SegmentInfo, committed uint64, now time.Time, age *eventAge, cached bool) (l SegmentLag, oldest time.Time, err error) {
+	l = SegmentLag{Stream: s.Name, Segment: sg.ID, Committed: committed, Next: sg.NextOffset}
 	from := committed
 	if from < sg.FirstOffset {
 		// Below tier 1: what retention removed from tier 2 is not behind.
 		oldest, err := c.src.Oldest(ctx, s, sg)
 		if err != nil {
-			return l, err
+			return l, time.Time{}, err
 		}
 		from = max(from, oldest)
 	}
 	if from >= sg.NextOffset {
-		return l, nil
+		return l, time.Time{}, nil
 	}
 	l.EventsBehind = sg.NextOffset - from
 	if held := sg.NextOffset - sg.FirstOffset; held > 0 && sg.Bytes > 0 {
@@ -131,10 +132,10 @@ func (c *Coordinator) segmentLag(ctx context.Context, s core.Stream, sg core.Seg
 	if !cached || age.offset != from {
 		ev, ok, err := c.src.EventAt(ctx, s.Tenant, s.Name, sg.ID, from)
 		if err != nil || !ok {
-			return l, err
+			return l, time.Time{}, err
 		}
 		*age = eventAge{offset: from, time: ev.Time}
 	}
 	l.SecondsBehind = max(0, now.Sub(age.time).Seconds())
-	return l, nil
+	return l, age.time, nil
 }

@@ -113,25 +113,32 @@ func TestLagReadsOnlyMovedPositions(t *testing.T) {
 	lag(0, 20)
 }
 
-// BenchmarkLag measures lag per group as segments grow; the backlog's
-// size does not enter (TestLagCost).
+// BenchmarkLag measures lag per group as segments grow, with a row per
+// segment and as totals (LagTotal) of an idle group; the backlog's size
+// does not enter (TestLagCost).
 func BenchmarkLag(b *testing.B) {
-	for _, segs := range []int{1, 16, 256} {
-		b.Run(fmt.Sprint("segments=", segs), func(b *testing.B) {
-			f := newFixture(b)
-			f.stream("orders", segs)
-			for seg := range segs {
-				f.appendN("orders", fmt.Sprint(seg), 10)
-			}
-			f.create("g", Start{Kind: StartHead}, "orders")
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := f.c.Lag(ctx, "acme", "g"); err != nil {
-					b.Fatal(err)
+	for _, kind := range []string{"rows", "total"} {
+		for _, segs := range []int{1, 16, 256} {
+			b.Run(fmt.Sprintf("%s/segments=%d", kind, segs), func(b *testing.B) {
+				f := newFixture(b)
+				f.stream("orders", segs)
+				for seg := range segs {
+					f.appendN("orders", fmt.Sprint(seg), 10)
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(segs), "ns/segment")
-		})
+				f.create("g", Start{Kind: StartHead}, "orders")
+				lag := f.c.Lag
+				if kind == "total" {
+					lag = f.c.LagTotal
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					if _, err := lag(ctx, "acme", "g"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(segs), "ns/segment")
+			})
+		}
 	}
 }
 

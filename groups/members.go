@@ -281,7 +281,9 @@ func (c *Coordinator) Commit(ctx context.Context, tenant, name, member string, g
 			st.advancedBytes += uint64(mean[r] * float64(p.Offset-old))
 		}
 		st.pos[r] = p
+		delete(st.totals, r.Stream)
 	}
+	st.lagEpoch++
 	st.seen[member] = c.now()
 	st.commits++
 	return nil

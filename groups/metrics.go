@@ -72,7 +72,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.commits, prometheus.CounterValue, float64(r.commits), lv...)
 		ch <- prometheus.MustNewConstMetric(m.advanced, prometheus.CounterValue, float64(r.advanced), lv...)
 		ch <- prometheus.MustNewConstMetric(m.advancedBytes, prometheus.CounterValue, float64(r.advancedBytes), lv...)
-		lag, err := m.c.Lag(ctx, r.tenant, r.name)
+		lag, err := m.c.LagTotal(ctx, r.tenant, r.name)
 		failed := 0.0
 		if err != nil {
 			failed = 1

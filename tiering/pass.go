@@ -36,6 +36,7 @@ type tier1 interface {
 	Roll(tenant, stream, segmentID string, offset uint64) (bool, error)
 	Activity() *core.Activity
 	Dir() string
+	Tier2Changed(tenant, stream string)
 }
 
 // streamID names one incarnation of a stream.

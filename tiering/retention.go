@@ -143,6 +143,9 @@ func (t *Tierer) dropChunk(ctx context.Context, ss *streamState, seg *segState, 
 	t.mu.Lock()
 	seg.rec = rec
 	t.mu.Unlock()
+	// The segment's oldest event moved up: a group's cached lag counts
+	// from it.
+	t.store.Tier2Changed(ss.tenant, ss.name)
 	t.m.retained.Inc()
 	if t.hooks.beforeRetentionDelete != nil {
 		if err := t.hooks.beforeRetentionDelete(); err != nil {

@@ -34,6 +34,10 @@ func (g groupSource) GetStream(ctx context.Context, tenant, name string) (core.S
 	return g.s.store.GetStream(ctx, tenant, name)
 }
 
+func (g groupSource) StreamVersion(tenant, name string) (int64, uint64, error) {
+	return g.s.store.StreamVersion(tenant, name)
+}
+
 func (g groupSource) Oldest(ctx context.Context, st core.Stream, sg core.SegmentInfo) (uint64, error) {
 	return g.s.oldestOffset(ctx, st.Tenant, st.Name, sg)
 }
@@ -299,8 +303,22 @@ func (s *Server) resetGroup(c *call) (op, error) {
 }
 
 func (s *Server) groupLag(c *call) (op, error) {
+	rows := true
+	if v := c.r.URL.Query().Get("segments"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return op{}, badRequest("segments %q: want true or false", v)
+		}
+		rows = b
+	}
 	return s.groupOp(c, func(tenant, name string) error {
-		l, err := s.groups.Lag(c.r.Context(), tenant, name)
+		lag := s.groups.Lag
+		if !rows {
+			// The totals alone cost a lookup per stream, not a row per
+			// segment (groups.Coordinator.LagTotal).
+			lag = s.groups.LagTotal
+		}
+		l, err := lag(c.r.Context(), tenant, name)
 		if err != nil {
 			return err
 		}

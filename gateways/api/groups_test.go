@@ -66,6 +66,11 @@ func TestGroupLifecycle(t *testing.T) {
 	if lag.EventsBehind != 5 || lag.Segments[0].Committed != 5 || lag.Segments[0].EventsBehind != 2 || lag.Segments[1].EventsBehind != 3 || lag.Segments[0].Reader != "r1" {
 		t.Fatalf("lag: %+v", lag)
 	}
+	var total map[string]any
+	e.must(http.StatusOK, req{method: "GET", path: groupPath("acme", "billing") + "/lag?segments=false"}).json(t, &total)
+	if segs, ok := total["segments"].([]any); total["events_behind"] != 5.0 || !ok || len(segs) != 0 {
+		t.Fatalf("lag totals: %+v", total)
+	}
 
 	// A second reader takes one segment: r1's generation is over.
 	e.must(http.StatusOK, req{method: "POST", path: groupPath("acme", "billing") + "/members",
@@ -127,6 +132,8 @@ func TestGroupErrors(t *testing.T) {
 	}{
 		{"describe unknown group", req{method: "GET", path: groupPath("acme", "nope")}, 404, `group "nope"`},
 		{"lag of unknown group", req{method: "GET", path: groupPath("acme", "nope") + "/lag"}, 404, `group "nope"`},
+		{"lag totals of unknown group", req{method: "GET", path: groupPath("acme", "nope") + "/lag?segments=false"}, 404, `group "nope"`},
+		{"lag with bad segments flag", req{method: "GET", path: groupPath("acme", "g") + "/lag?segments=maybe"}, 400, `segments "maybe"`},
 		{"join unknown group", req{method: "POST", path: groupPath("acme", "nope") + "/members"}, 404, `group "nope"`},
 		{"delete unknown group", req{method: "DELETE", path: groupPath("acme", "nope")}, 404, `group "nope"`},
 		{"bad group name", req{method: "GET", path: groupPath("acme", "_x")}, 400, "want"},
@@ -142,6 +149,7 @@ func TestGroupErrors(t *testing.T) {
 		{"bad member id", req{method: "POST", path: groupPath("acme", "g") + "/members", body: jsonBody(t, map[string]any{"member": "a b"})}, 400, "session id"},
 		{"join over deleted stream", req{method: "POST", path: groupPath("acme", "orphan") + "/members"}, 409, "was deleted"},
 		{"lag over deleted stream", req{method: "GET", path: groupPath("acme", "orphan") + "/lag"}, 409, "was deleted"},
+		{"lag totals over deleted stream", req{method: "GET", path: groupPath("acme", "orphan") + "/lag?segments=false"}, 409, "was deleted"},
 		{"reset over deleted stream", req{method: "POST", path: groupPath("acme", "orphan") + "/reset", body: jsonBody(t, map[string]any{"start": map[string]any{"kind": "head"}})}, 409, "was deleted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
