@@ -2,7 +2,9 @@ package core
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -74,7 +76,12 @@ type walState struct {
 		// untiered holds the segments appended to since tiering last
 		// took all of their data; checkpoints record it.
 		untiered map[SegmentRef]struct{}
-		since    uint64 // replay start of the last checkpoint
+		// dirs are directories with entries not yet synced (a fresh
+		// segment's directories and files, a rolled file): the WAL
+		// replays what went into them, so a checkpoint syncs them
+		// before it lets the WAL drop those records.
+		dirs  map[string]struct{}
+		since uint64 // replay start of the last checkpoint
 	}
 	ckMu sync.Mutex // one checkpoint or release at a time
 
@@ -112,6 +119,7 @@ func (s *Store) openWAL() error {
 	w := &walState{cfg: s.cfg.WAL, zl: s.log.Named("wal"), fs: s.fs, logsDir: s.logsDir(), stop: make(chan struct{}), done: make(chan struct{})}
 	w.mu.dirty = map[string]uint64{}
 	w.mu.untiered = map[SegmentRef]struct{}{}
+	w.mu.dirs = map[string]struct{}{}
 	w.files = segment.NewFileCache(s.fs, openFilesBudget(s.cfg))
 	s.log.Info("segment file descriptor budget", zap.Int("max_open_files", w.files.Max()))
 	maxFrame := 2 * (s.cfg.Limits.MaxBatchBytes + 64<<10) * 64
@@ -275,6 +283,7 @@ func (w *walState) segmentOptions(o segment.Options, r streamRecord, seg string,
 	o.WAL = w.log
 	o.Name = walName(r, seg)
 	o.OnWrite = w.onWrite
+	o.DeferDirSync = w.deferDirs
 	commit := o.OnCommit
 	o.OnCommit = func() {
 		w.mu.Lock()
@@ -291,6 +300,18 @@ func (w *walState) onWrite(path string, pos uint64) {
 	w.mu.Lock()
 	if cur, ok := w.mu.dirty[path]; !ok || pos < cur {
 		w.mu.dirty[path] = pos
+	}
+	w.mu.Unlock()
+}
+
+// deferDirs records directories whose new entries a checkpoint syncs.
+// A segment hands them over before any of its records reaches the WAL,
+// so a checkpoint that reads the applied position first and takes the
+// set after it holds every directory its records went into.
+func (w *walState) deferDirs(dirs []string) {
+	w.mu.Lock()
+	for _, d := range dirs {
+		w.mu.dirs[d] = struct{}{}
 	}
 	w.mu.Unlock()
 }
@@ -353,13 +374,19 @@ func (w *walState) checkpoint(target uint64) error {
 			delete(w.mu.dirty, p)
 		}
 	}
+	dirs := make([]string, 0, len(w.mu.dirs))
+	for d := range w.mu.dirs {
+		dirs = append(dirs, d)
+	}
+	clear(w.mu.dirs)
 	w.mu.Unlock()
 	// Taken out before the sync: a write after it marks its file dirty
 	// again, and is synced by a later checkpoint.
-	if err := w.syncFiles(paths); err != nil {
+	if err := w.syncFiles(paths, dirs); err != nil {
 		for i := range paths {
 			w.onWrite(paths[i], poss[i])
 		}
+		w.deferDirs(dirs)
 		return err
 	}
 	// target may fall inside a frame (run halves the log by bytes); the
@@ -396,12 +423,21 @@ func (w *walState) checkpoint(target uint64) error {
 // syncs, and cut the appends' throughput by a fifth.
 const syncManyFiles = 8
 
-func (w *walState) syncFiles(paths []string) error {
-	if fs, ok := w.fs.(vfs.FSSyncer); ok && len(paths) >= syncManyFiles {
-		return w.files.DirOp(1, func() error { return fs.SyncFS(w.logsDir) })
+// syncFiles syncs the files' data and the directories' entries: one
+// filesystem-wide sync when there are many (syncfs writes back every
+// file and directory of the filesystem), else one sync each.
+func (w *walState) syncFiles(paths, dirs []string) error {
+	if syncer, ok := w.fs.(vfs.FSSyncer); ok && len(paths)+len(dirs) >= syncManyFiles {
+		return w.files.DirOp(1, func() error { return syncer.SyncFS(w.logsDir) })
 	}
 	for _, p := range paths {
 		if err := w.files.Sync(p); err != nil {
+			return err
+		}
+	}
+	for _, d := range dirs {
+		err := w.files.DirOp(1, func() error { return w.fs.SyncDir(d) })
+		if err != nil && !errors.Is(err, fs.ErrNotExist) { // a deleted stream's: nothing to keep
 			return err
 		}
 	}

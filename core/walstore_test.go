@@ -561,3 +561,94 @@ func TestSweptSegmentsStayUntieredAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// dirSyncFS counts directory syncs below logs/ (segment directories and
+// their parents).
+type dirSyncFS struct {
+	vfs.FS
+	logDirSyncs atomic.Int64
+}
+
+func (fs *dirSyncFS) SyncDir(dir string) error {
+	if strings.Contains(dir+string(filepath.Separator), string(filepath.Separator)+"logs"+string(filepath.Separator)) {
+		fs.logDirSyncs.Add(1)
+	}
+	return fs.FS.SyncDir(dir)
+}
+
+// TestFreshSegmentDirSyncDeferred: the first append to a fresh segment
+// syncs no directory (the WAL holds its record), a crash before any
+// checkpoint loses none of those acknowledged events (the replay makes
+// the directories and files again), and a clean close's checkpoint makes
+// fresh segments' directory entries durable: after it a crash finds every
+// event with nothing left to replay.
+func TestFreshSegmentDirSyncDeferred(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := walTestConfig(dir)
+	crash := vfs.NewCrashFS()
+	dfs := &dirSyncFS{FS: crash}
+	s := mustOpenFS(t, cfg, dfs)
+	if _, err := s.CreateTenant(ctx, "tnt", nil); err != nil {
+		t.Fatal(err)
+	}
+	const streams = 12
+	// fresh creates streams named prefix0… and appends one event to
+	// each of their two segments.
+	fresh := func(s *Store, prefix string) {
+		t.Helper()
+		for i := range streams {
+			name := fmt.Sprint(prefix, i)
+			if _, err := s.CreateStream(ctx, "tnt", name, StreamConfig{Segments: 2}); err != nil {
+				t.Fatal(err)
+			}
+			for _, seg := range []string{"0", "1"} {
+				if _, err := s.Append(ctx, AppendRequest{Tenant: "tnt", Stream: name, Segment: seg, Events: [][]byte{[]byte(name + "/" + seg)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	check := func(s *Store, prefix string) {
+		t.Helper()
+		for i := range streams {
+			name := fmt.Sprint(prefix, i)
+			for _, seg := range []string{"0", "1"} {
+				if got := readAll(t, s, "tnt", name, seg); len(got) != 1 || got[0] != name+"/"+seg {
+					t.Fatalf("%s segment %s holds %q after the crash; want [%s/%s]", name, seg, got, name, seg)
+				}
+			}
+		}
+	}
+	before := dfs.logDirSyncs.Load()
+	fresh(s, "a")
+	if n := dfs.logDirSyncs.Load() - before; n != 0 {
+		t.Fatalf("first appends to %d fresh segments synced %d directories; want 0 (a checkpoint syncs them)", 2*streams, n)
+	}
+
+	// A crash before any checkpoint: the files' entries were never
+	// synced, so the restart finds none of them; the replay does.
+	next := crash.Crash(nil)
+	s.Close() // writes into the abandoned filesystem only
+	crash = next
+	s = mustOpenFS(t, cfg, crash)
+	check(s, "a")
+	if s.wal.replayedFrames == 0 {
+		t.Fatal("nothing replayed: the crash kept unsynced directory entries, so this test proves nothing")
+	}
+
+	// A clean close checkpoints: the fresh segments' entries are durable,
+	// and a crash after it finds every event with nothing to replay.
+	fresh(s, "b")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	crash = crash.Crash(nil)
+	s = mustOpenFS(t, cfg, crash)
+	defer s.Close()
+	if s.wal.replayedFrames != 0 {
+		t.Fatalf("%d frames replayed after a clean close", s.wal.replayedFrames)
+	}
+	check(s, "a")
+	check(s, "b")
+}

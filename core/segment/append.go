@@ -188,7 +188,7 @@ func (l *Log) lead() {
 			err := l.cutPrealloc(cur)
 			var f *file
 			if err == nil {
-				f, err = l.createFile(g.first)
+				f, err = l.createFile(g.first, false)
 			}
 			if err != nil {
 				l.fail(g, err)

@@ -81,6 +81,15 @@ type Options struct {
 	// frame: the file holds data not yet synced that a checkpoint must
 	// sync before the WAL may drop that position.
 	OnWrite func(path string, walPos uint64)
+	// DeferDirSync, with a WAL, takes the directories whose new entries
+	// the log would otherwise sync at once when it creates the segment's
+	// directory or a file that appends go into: the WAL holds every
+	// record written there and its replay recreates them, so the caller
+	// syncs these directories before it lets the WAL drop those records
+	// (a checkpoint). A fresh segment so costs no directory sync of its
+	// own; files made by truncation are synced as before, since no WAL
+	// record recreates them.
+	DeferDirSync func(dirs []string)
 }
 
 // Batch is one append.
@@ -242,7 +251,17 @@ func Open(opts Options) (*Log, error) {
 	}
 	l := &Log{opts: opts, log: opts.Log}
 	l.mu.notify = make(chan struct{})
-	if err := l.dirOp(func() error { return vfs.MkdirAllDurable(opts.FS, opts.Dir) }); err != nil {
+	mkdir := func() error { return vfs.MkdirAllDurable(opts.FS, opts.Dir) }
+	if l.deferDirs() {
+		mkdir = func() error {
+			changed, err := vfs.MkdirAllUnsynced(opts.FS, opts.Dir)
+			if len(changed) > 0 {
+				opts.DeferDirSync(changed)
+			}
+			return err
+		}
+	}
+	if err := l.dirOp(mkdir); err != nil {
 		return nil, fmt.Errorf("create segment dir %s: %w", opts.Dir, err)
 	}
 	l.mu.Lock()
@@ -300,7 +319,10 @@ func (l *Log) recoverLocked() error {
 		next = end
 	}
 	if len(l.mu.files) == 0 {
-		f, err := l.createFile(next)
+		// A segment without files is a fresh one (truncation always
+		// leaves the active file): its first file holds only what the
+		// WAL will log.
+		f, err := l.createFile(next, l.deferDirs())
 		if err != nil {
 			return err
 		}
@@ -446,9 +468,11 @@ func (e *CorruptionError) Error() string {
 func (e *CorruptionError) Unwrap() error { return e.Err }
 
 // createFile creates the file for offset first, its directory entry made
-// durable before any record goes into it. Its descriptor stays in the
-// cache for the writes that follow.
-func (l *Log) createFile(first uint64) (*file, error) {
+// durable before any record goes into it, or with deferSync handed to
+// Options.DeferDirSync to be made durable before the WAL drops the
+// records that go into it. Its descriptor stays in the cache for the
+// writes that follow.
+func (l *Log) createFile(first uint64, deferSync bool) (*file, error) {
 	name := fileName(first)
 	path := filepath.Join(l.opts.Dir, name)
 	h, err := l.opts.Files.acquire(path, true)
@@ -456,11 +480,17 @@ func (l *Log) createFile(first uint64) (*file, error) {
 		return nil, fmt.Errorf("create segment file %s: %w", path, err)
 	}
 	l.opts.Files.release(h)
-	if err := l.dirOp(func() error { return l.opts.FS.SyncDir(l.opts.Dir) }); err != nil {
+	if deferSync {
+		l.opts.DeferDirSync([]string{l.opts.Dir})
+	} else if err := l.dirOp(func() error { return l.opts.FS.SyncDir(l.opts.Dir) }); err != nil {
 		return nil, fmt.Errorf("sync segment dir %s: %w", l.opts.Dir, err)
 	}
 	return &file{first: first, name: name, path: path, index: []indexEntry{{offset: first, pos: 0}}}, nil
 }
+
+// deferDirs reports whether new directory entries are synced by the
+// WAL's owner rather than at once (Options.DeferDirSync).
+func (l *Log) deferDirs() bool { return l.opts.WAL != nil && l.opts.DeferDirSync != nil }
 
 // dirOp runs a directory operation that holds one descriptor at a time
 // with it counted against the shared file budget.

@@ -132,7 +132,7 @@ func (l *Log) Roll(offset uint64) (bool, error) {
 	if err := l.opts.Files.Sync(cur.path); err != nil {
 		return false, err
 	}
-	f, err := l.createFile(l.mu.next)
+	f, err := l.createFile(l.mu.next, false)
 	if err != nil {
 		return false, err
 	}

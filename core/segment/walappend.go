@@ -54,7 +54,7 @@ func (w walGroup) Seal() [][]byte {
 		// they are stored nowhere (a retry is then not a duplicate).
 		// Only this leader seals this segment's groups: nobody else
 		// decides a roll meanwhile.
-		f, err := l.createFile(g.first)
+		f, err := l.createFile(g.first, l.deferDirs())
 		if err != nil {
 			l.mu.Lock()
 			g.logged = false

@@ -143,6 +143,14 @@ func (OS) Rename(o, n string) error    { return os.Rename(o, n) }
 func (OS) RemoveAll(name string) error { return os.RemoveAll(name) }
 func (OS) MkdirAll(dir string) error   { return os.MkdirAll(dir, datadir.DirMode) }
 
+func (OS) Exists(p string) (bool, error) {
+	_, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 func (OS) List(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -174,9 +182,30 @@ func (OS) SyncDir(dir string) error {
 // MkdirAllDurable creates dir and its missing parents and syncs each parent
 // whose entries changed, so that the new directories survive a crash.
 func MkdirAllDurable(fs FS, dir string) error {
+	changed, err := MkdirAllUnsynced(fs, dir)
+	if err != nil {
+		return err
+	}
+	for _, d := range changed {
+		if err := fs.SyncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MkdirAllUnsynced creates dir and its missing parents without syncing
+// anything. It returns the directories whose entries changed (the parents
+// of those it created), which must be synced before the new directories
+// are relied on to survive a crash.
+func MkdirAllUnsynced(fs FS, dir string) ([]string, error) {
 	var missing []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if names, err := fs.List(filepath.Dir(d)); err == nil && contains(names, filepath.Base(d)) {
+		ok, err := exists(fs, d)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			break
 		}
 		missing = append(missing, d)
@@ -184,15 +213,35 @@ func MkdirAllDurable(fs FS, dir string) error {
 			break
 		}
 	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
 	if err := fs.MkdirAll(dir); err != nil {
-		return err
+		return nil, err
 	}
-	for _, d := range missing {
-		if err := fs.SyncDir(filepath.Dir(d)); err != nil {
-			return err
-		}
+	changed := make([]string, len(missing))
+	for i, d := range missing {
+		changed[i] = filepath.Dir(d)
 	}
-	return nil
+	return changed, nil
+}
+
+// Stater is implemented by filesystems that can tell whether a path
+// exists without listing its parent, whose size a tenant's directory of
+// many streams makes large.
+type Stater interface {
+	Exists(path string) (bool, error)
+}
+
+func exists(fs FS, p string) (bool, error) {
+	if st, ok := fs.(Stater); ok {
+		return st.Exists(p)
+	}
+	names, err := fs.List(filepath.Dir(p))
+	if err != nil {
+		return false, err
+	}
+	return contains(names, filepath.Base(p)), nil
 }
 
 func contains(names []string, n string) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -72,5 +73,35 @@ func TestCrashFSWriteVAtIsUnsyncedUntilSync(t *testing.T) {
 	n, _ := g.ReadAt(buf, 0)
 	if string(buf[:n]) != "abcd" {
 		t.Fatalf("after a crash the file holds %q, want the synced %q", buf[:n], "abcd")
+	}
+}
+
+// TestMkdirAllUnsynced: it reports the parents of the directories it
+// made (those whose entries must be synced), nothing for a directory that
+// exists, on the real filesystem (Exists) and on one without Stater (a
+// listing of the parent).
+func TestMkdirAllUnsynced(t *testing.T) {
+	for name, fs := range map[string]FS{"os": OS{}, "listing": struct{ FS }{OS{}}} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			got, err := MkdirAllUnsynced(fs, filepath.Join(root, "a", "b", "c"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{filepath.Join(root, "a", "b"), filepath.Join(root, "a"), root}
+			if !slices.Equal(got, want) {
+				t.Fatalf("changed %q, want %q", got, want)
+			}
+			if _, err := os.Stat(filepath.Join(root, "a", "b", "c")); err != nil {
+				t.Fatal(err)
+			}
+			got, err = MkdirAllUnsynced(fs, filepath.Join(root, "a", "b", "d"))
+			if err != nil || !slices.Equal(got, []string{filepath.Join(root, "a", "b")}) {
+				t.Fatalf("sibling: changed %q, %v", got, err)
+			}
+			if got, err = MkdirAllUnsynced(fs, filepath.Join(root, "a")); err != nil || len(got) != 0 {
+				t.Fatalf("existing: changed %q, %v", got, err)
+			}
+		})
 	}
 }
