@@ -129,9 +129,9 @@ type streamState struct {
 	segs         []*segState
 
 	// The manifest in tier 2 is rewritten when chunks changed (see
-	// maybeWriteManifest); it starts dirty for a stream that had a
-	// tiering record already, so that each start rewrites it once,
-	// repairing one whose catalog record a crash cut off.
+	// maybeWriteManifest); it starts dirty for a stream that has had a
+	// chunk, so that each start rewrites it once, repairing one whose
+	// catalog record a crash cut off.
 	manifestDirty   bool
 	chunkChanges    int // seals and retention deletions so far
 	manifestWritten time.Time
@@ -382,13 +382,7 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 			return nil, err
 		}
 	}
-	// A stream seen for the first time has no chunk yet, so its manifest
-	// waits for its first seal: writing an empty one cost two object
-	// syncs and a catalog write per created stream, which made tiering
-	// the bulk of the work of creating streams (three quarters of the
-	// server's CPU while creating 16 at a time). A stream known before
-	// gets its manifest rewritten once, as a repair.
-	ss = &streamState{tenant: st.Tenant, name: st.Name, prefix: rec.Prefix, enc: rec.Encoding, incarnation: rec.Incarnation, manifestDirty: ok}
+	ss = &streamState{tenant: st.Tenant, name: st.Name, prefix: rec.Prefix, enc: rec.Encoding, incarnation: rec.Incarnation}
 	for _, info := range st.Segments {
 		seg := &segState{id: info.ID}
 		if seg.rec, err = GetSegment(t.cat, st.Tenant, st.Name, info.ID); err != nil {
@@ -418,6 +412,15 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 			}
 		}
 		ss.segs = append(ss.segs, seg)
+		// A stream that never had a chunk has no manifest to repair:
+		// its manifest waits for its first seal. Writing an empty one
+		// cost two object syncs, a directory sync and a catalog write per
+		// created stream, which made tiering the bulk of the work of
+		// creating streams (three quarters of the server's CPU while
+		// creating 16 at a time) and of their first appends.
+		if seg.rec.Tiered > 0 {
+			ss.manifestDirty = true
+		}
 	}
 	t.mu.Lock()
 	if old := t.mu.streams[key]; old != nil {

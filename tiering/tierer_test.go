@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -414,4 +415,51 @@ func TestRunLoop(t *testing.T) {
 		t.Fatalf("metrics not unregistered by Close: %v", err)
 	}
 	tr2.Close()
+}
+
+// TestManifestWaitsForFirstChunk: a created stream, and one appended to
+// but not yet sealed, gets its tiering record (the view lists it) but no
+// manifest object or record, also after a restart; its first seal writes
+// the manifest.
+func TestManifestWaitsForFirstChunk(t *testing.T) {
+	e := newEnv(t, testConfig())
+	e.createStream("acme", "s", core.EncodingLines, 2)
+	manifest := func() bool {
+		t.Helper()
+		_, rec, err := GetManifest(e.tr.cat, "acme", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, err := e.be.List(context.Background(), "acme/s/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := slices.ContainsFunc(keys, isManifest)
+		if obj != rec {
+			t.Fatalf("manifest object %v but catalog record %v", obj, rec)
+		}
+		return rec
+	}
+	e.scan()
+	if _, ok, err := GetStream(e.tr.cat, "acme", "s"); err != nil || !ok {
+		t.Fatalf("created stream has no tiering record: %v %v", ok, err)
+	}
+	if manifest() {
+		t.Fatal("manifest written for a stream without chunks")
+	}
+	e.append("acme", "s", "0", "one")
+	e.scan() // within the lag ceiling: nothing sealed
+	e.restart()
+	e.scan()
+	if len(e.chunks("acme", "s", "0")) != 0 {
+		t.Fatal("sealed within the lag ceiling; the test needs an unsealed segment")
+	}
+	if manifest() {
+		t.Fatal("manifest written for a stream without chunks after a restart")
+	}
+	e.clock.Advance(e.cfg.MaxLag)
+	e.scan()
+	if len(e.chunks("acme", "s", "0")) != 1 || !manifest() {
+		t.Fatalf("after the first seal: %d chunks, manifest %v; want 1 and a manifest", len(e.chunks("acme", "s", "0")), manifest())
+	}
 }
