@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/silt-io/silt/core/segment"
@@ -68,6 +69,19 @@ func (s *Store) StreamVersion(tenant, name string) (incarnation int64, version u
 		return 0, 0, err
 	}
 	return st.rec.Created.UnixNano(), st.version.Load(), nil
+}
+
+// StreamConfig returns a stream's configuration (its set, encoding,
+// retention…) from its record, without its segments' state: what an
+// access check needs, at the cost of a map lookup whatever the segments.
+func (s *Store) StreamConfig(tenant, name string) (StreamConfig, error) {
+	st, err := s.stream(tenant, name)
+	if err != nil {
+		return StreamConfig{}, err
+	}
+	cfg := st.rec.Config
+	cfg.Metadata = maps.Clone(cfg.Metadata)
+	return cfg, nil
 }
 
 // Tier2Changed is how tiering tells StreamVersion's readers that what tier

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/silt-io/silt/core/vfs"
 )
 
 func TestStreamsAndTruncateBefore(t *testing.T) {
@@ -95,5 +97,60 @@ func TestStreamsAndTruncateBefore(t *testing.T) {
 	st, _ := s2.GetStream(ctx, "acme", "a")
 	if st.Segments[0].FirstOffset != after.FirstOffset || st.Created.UnixNano() != st.Incarnation() {
 		t.Fatalf("after reopen %+v", st.Segments[0])
+	}
+}
+
+// TestStreamVersion: a stream's version moves with every commit and
+// truncation and with Tier2Changed, and not with reads or descriptions;
+// StreamConfig answers from the record, with the stream's set.
+func TestStreamVersion(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpenFS(t, walTestConfig(t.TempDir()), vfs.OS{})
+	defer s.Close()
+	s.CreateTenant(ctx, "tnt", nil)
+	if _, err := s.CreateStream(ctx, "tnt", "s", StreamConfig{Segments: 2, Set: "billing"}); err != nil {
+		t.Fatal(err)
+	}
+	version := func() uint64 {
+		t.Helper()
+		inc, v, err := s.StreamVersion("tnt", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := s.GetStream(ctx, "tnt", "s"); inc != st.Incarnation() {
+			t.Fatalf("incarnation %d, stream's %d", inc, st.Incarnation())
+		}
+		return v
+	}
+	v0 := version()
+	for i := range 3 {
+		if _, err := s.Append(ctx, AppendRequest{Tenant: "tnt", Stream: "s", Segment: "0", Events: [][]byte{fmt.Appendf(nil, "e%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1 := version()
+	if v1 == v0 {
+		t.Fatal("version unchanged by appends")
+	}
+	readAll(t, s, "tnt", "s", "0")
+	if version() != v1 {
+		t.Fatal("version moved by a read")
+	}
+	if err := s.TruncateBefore("tnt", "s", "0", 3); err != nil {
+		t.Fatal(err)
+	}
+	v2 := version()
+	if v2 == v1 {
+		t.Fatal("version unchanged by a truncation")
+	}
+	s.Tier2Changed("tnt", "s")
+	if version() == v2 {
+		t.Fatal("version unchanged by Tier2Changed")
+	}
+	if cfg, err := s.StreamConfig("tnt", "s"); err != nil || cfg.Set != "billing" || cfg.Segments != 2 {
+		t.Fatalf("StreamConfig: %+v %v", cfg, err)
+	}
+	if _, _, err := s.StreamVersion("tnt", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("version of a missing stream: %v", err)
 	}
 }

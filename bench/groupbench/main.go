@@ -18,8 +18,8 @@
 //     (4 streams of 250), each segment with a few events and some
 //     positions committed: time per call, per group and per segment, and
 //     the server's open descriptors before and after the first call on
-//     idle segments (their logs closed by --core.idle_close); the later
-//     calls take turns with calls for the totals only (GroupLagTotal,
+//     idle segments (their logs closed by --core.idle_close); after the
+//     later calls, as many calls for the totals only (GroupLagTotal,
 //     ?segments=false), whose cost per group is the target.
 //
 // Targets are ratios, never timed assertions.

@@ -74,8 +74,10 @@ func (s *Server) groupResources(ctx context.Context, tenant string, streams []st
 	for _, name := range streams {
 		// A stream that is gone has no ACL group to match on; its name
 		// still does.
-		st, _ := s.store.GetStream(ctx, tenant, name)
-		out = append(out, acl.Resource{Tenant: tenant, Stream: name, Set: st.Config.Set})
+		// The set alone, from the stream's record: describing the stream
+		// would cost a row per segment on every group request.
+		cfg, _ := s.store.StreamConfig(tenant, name)
+		out = append(out, acl.Resource{Tenant: tenant, Stream: name, Set: cfg.Set})
 	}
 	return out
 }
