@@ -385,14 +385,20 @@ func (t *Tierer) track(ctx context.Context, st core.Stream) (*streamState, error
 	ss = &streamState{tenant: st.Tenant, name: st.Name, prefix: rec.Prefix, enc: rec.Encoding, incarnation: rec.Incarnation}
 	for _, info := range st.Segments {
 		seg := &segState{id: info.ID}
-		if seg.rec, err = GetSegment(t.cat, st.Tenant, st.Name, info.ID); err != nil {
-			return nil, err
+		// A stream without a record has no segment or intent records
+		// either (they are written after it and deleted with it in one
+		// batch): a new stream costs no point reads per segment, which
+		// reach pebble's tables once the catalog outgrows its memtable.
+		if ok {
+			if seg.rec, err = GetSegment(t.cat, st.Tenant, st.Name, info.ID); err != nil {
+				return nil, err
+			}
+			var in uploadIntent
+			if _, err := getJSON(t.cat, intentKey(st.Tenant, st.Name, info.ID), &in); err != nil {
+				return nil, err
+			}
+			seg.intents = in.keys()
 		}
-		var in uploadIntent
-		if _, err := getJSON(t.cat, intentKey(st.Tenant, st.Name, info.ID), &in); err != nil {
-			return nil, err
-		}
-		seg.intents = in.keys()
 		seg.scanned = seg.rec.Tiered
 		if info.FirstOffset > seg.rec.Tiered {
 			t.log.Error("tier 1 starts above the tiered offset; events in between are lost",
