@@ -30,6 +30,11 @@ const maxRetentionDeletesPerPass = 256
 // It reports whether work is left for a later pass: deletions that
 // failed, or more than one pass may delete.
 func (t *Tierer) retain(ctx context.Context, ss *streamState, r core.Retention) (left bool) {
+	if !t.everTiered(ss) {
+		// No chunk was ever sealed: nothing to expire and no deletion
+		// pending, and no catalog scan for each new stream.
+		return false
+	}
 	// Deletions a failing backend left pending are retried first.
 	if _, err := t.finishDeletes(ctx, keyDelete+ss.tenant+"/"+ss.name+"/"); err != nil {
 		t.log.Warn("retention: delete tier-2 objects; retried at the next scan", zap.String("stream", ss.tenant+"/"+ss.name), zap.Error(err))
@@ -106,6 +111,19 @@ func (t *Tierer) retain(ctx context.Context, ss *streamState, r core.Retention) 
 		}
 	}
 	return left
+}
+
+// everTiered reports whether any segment of the stream ever had a chunk
+// sealed (its tiered offset never goes back).
+func (t *Tierer) everTiered(ss *streamState) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, seg := range ss.segs {
+		if seg.rec.Tiered > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // deletesLeft reports whether deletions of the stream's objects wait for
