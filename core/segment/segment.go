@@ -81,6 +81,15 @@ type Options struct {
 	// frame: the file holds data not yet synced that a checkpoint must
 	// sync before the WAL may drop that position.
 	OnWrite func(path string, walPos uint64)
+	// OnLogged, with a WAL, is called once a group's frame is durable in
+	// the WAL, before its records go to the file, with the frame's
+	// position and the group's first offset: a log on shared storage is
+	// kept from that position until tier 2 holds the offsets.
+	OnLogged func(walPos, first uint64)
+	// Base is the offset the first file starts at when the directory
+	// holds none: a node rebuilding a segment whose earlier events are
+	// in tier 2 only (cluster durability) continues its offsets.
+	Base uint64
 }
 
 // Batch is one append.
@@ -282,7 +291,7 @@ func (l *Log) recoverLocked() error {
 	if err := l.dirOp(l.loadWriters); err != nil {
 		return err
 	}
-	next := uint64(0)
+	next := l.opts.Base
 	if len(firsts) > 0 {
 		next = firsts[0]
 	}

@@ -104,6 +104,9 @@ func (w walGroup) Done(pos uint64, err error) {
 	}
 	cur := l.mu.files[len(l.mu.files)-1]
 	l.mu.Unlock()
+	if l.opts.OnLogged != nil {
+		l.opts.OnLogged(pos, g.first)
+	}
 
 	if err := l.writeGroup(cur, g, pos); err != nil {
 		// Durable in the WAL, missing from the file: the file must get

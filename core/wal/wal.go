@@ -64,6 +64,11 @@ type Options struct {
 	Log     *zap.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Linger is how long a leader waits before it takes a round, so
+	// that more appends join it: with a backend that costs a request per
+	// write (objects), fewer and larger writes. 0: none, the round takes
+	// what queued while the last one was written.
+	Linger time.Duration
 }
 
 // Log is the write-ahead log. It is safe for concurrent use.
@@ -197,6 +202,9 @@ func (l *Log) Lead() {
 	var bufs [][]byte
 	var bodies [][][]byte
 	for {
+		if l.opts.Linger > 0 {
+			time.Sleep(l.opts.Linger)
+		}
 		l.mu.Lock()
 		ws := l.mu.queue
 		if len(ws) == 0 && !l.mu.closed {
