@@ -211,7 +211,10 @@ func (n *Node) start() error {
 	}
 	// The secrets key is checked under the lock, so that a second node is
 	// told first that another serves the prefix.
-	if err := n.checkSecretsKey(ctx); err != nil {
+	// A fresh deadline: a standby may have waited long for the lock.
+	kctx, kcancel := context.WithTimeout(n.ctx, e.DialTimeout)
+	defer kcancel()
+	if err := n.checkSecretsKey(kctx); err != nil {
 		n.unlock()
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/silt-io/silt/core/record"
 	"github.com/silt-io/silt/core/wal"
 )
 
@@ -59,7 +60,7 @@ type AdoptedLog struct {
 // segment for tiering-bounded checkpoints, and maxMarks bounds them: the
 // checkpoint may keep a little more of the log than it must, never less.
 const (
-	markEvery = 1 << 20
+	markEvery = 256 << 10
 	maxMarks  = 64
 )
 
@@ -73,16 +74,20 @@ type sharedState struct {
 	// marks, per segment with events not yet in tier 2, ascending; the
 	// first one's offset is at or below what tier 2 holds of it.
 	marks map[SegmentRef][]tierMark
+	// end is, per segment with marks, the offset after its last logged
+	// event: once tier 2 holds it, the log need keep nothing of it.
+	end map[SegmentRef]uint64
 }
 
 func newSharedState() *sharedState {
-	return &sharedState{marks: map[SegmentRef][]tierMark{}}
+	return &sharedState{marks: map[SegmentRef][]tierMark{}, end: map[SegmentRef]uint64{}}
 }
 
-// logged notes a frame of ref's at pos holding offsets from first on.
-func (sh *sharedState) logged(ref SegmentRef, pos, first uint64) {
+// logged notes a frame of ref's at pos holding offsets [first, next).
+func (sh *sharedState) logged(ref SegmentRef, pos, first, next uint64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	sh.end[ref] = max(sh.end[ref], next)
 	ms := sh.marks[ref]
 	if n := len(ms); n > 0 && pos-ms[n-1].pos < markEvery {
 		return
@@ -100,13 +105,14 @@ func (sh *sharedState) logged(ref SegmentRef, pos, first uint64) {
 	sh.marks[ref] = ms
 }
 
-// tiered drops the marks that only cover offsets below offset; all of
-// them once the segment's end is in tier 2.
-func (sh *sharedState) tiered(ref SegmentRef, offset, next uint64) {
+// tiered drops the marks that only cover offsets below offset (tier 2
+// holds them); all of them once the segment's logged end is in tier 2.
+func (sh *sharedState) tiered(ref SegmentRef, offset uint64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if offset >= next {
+	if offset >= sh.end[ref] {
 		delete(sh.marks, ref)
+		delete(sh.end, ref)
 		return
 	}
 	ms := sh.marks[ref]
@@ -123,7 +129,34 @@ func (sh *sharedState) tiered(ref SegmentRef, offset, next uint64) {
 func (sh *sharedState) forget(ref SegmentRef) {
 	sh.mu.Lock()
 	delete(sh.marks, ref)
+	delete(sh.end, ref)
 	sh.mu.Unlock()
+}
+
+// refs returns the segments the log keeps frames of.
+func (sh *sharedState) refs() []SegmentRef {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	out := make([]SegmentRef, 0, len(sh.marks))
+	for ref := range sh.marks {
+		out = append(out, ref)
+	}
+	return out
+}
+
+// refresh asks tier 2 (its catalog records) how far it holds each segment
+// the log keeps frames of, before a checkpoint: tiering removes tier-1
+// files only now and then while it catches up, so its calls to
+// TruncateBefore alone would let the log grow under steady appends.
+func (sh *sharedState) refresh(tieredEnd func(SegmentRef) (uint64, error)) {
+	if tieredEnd == nil {
+		return
+	}
+	for _, ref := range sh.refs() {
+		if t, err := tieredEnd(ref); err == nil && t > 0 {
+			sh.tiered(ref, t)
+		}
+	}
 }
 
 // oldest is the lowest position the log must keep for tier 2's sake.
@@ -260,7 +293,7 @@ func (w *walState) copyFrames(frames []wal.SegmentFrame, refOf func(name string)
 						mu.Unlock()
 						return
 					}
-					w.shared.logged(ref, pos, f.First)
+					w.shared.logged(ref, pos, f.First, f.First+countRecordEvents(f.Records))
 				},
 			})
 		}
@@ -312,4 +345,17 @@ func (s *Store) segmentBase(ref SegmentRef, dir string) (uint64, error) {
 		return 0, fmt.Errorf("%w: the tier-2 end of segment %s of %s/%s: %w", ErrUnavailable, ref.Segment, ref.Tenant, ref.Stream, err)
 	}
 	return base, nil
+}
+
+// countRecordEvents counts the events of a frame's records.
+func countRecordEvents(recs []byte) uint64 {
+	n := uint64(0)
+	rd := record.NewMappedReader(recs, 0, 0, int64(len(recs)), len(recs)+1)
+	for {
+		r, err := rd.Next()
+		if err != nil {
+			return n
+		}
+		n += uint64(len(r.Events))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,8 +83,10 @@ type walState struct {
 	done chan struct{}
 	// replayedFrames is how many frames the last open replayed.
 	replayedFrames int
-	// shared is set when the log is on shared storage (SharedWAL).
-	shared *sharedState
+	// shared is set when the log is on shared storage (SharedWAL), and
+	// tieredEnd is SharedWAL.TieredEnd.
+	shared    *sharedState
+	tieredEnd func(SegmentRef) (uint64, error)
 	// fresh is set when the WAL had no checkpoint: a first start, or a
 	// data directory from a release without a WAL, whose segments the
 	// WAL cannot tell apart (any may hold untiered events).
@@ -120,7 +123,7 @@ func (s *Store) openWAL() error {
 	var be wal.Backend
 	var err error
 	if s.sharedWAL != nil {
-		w.shared = newSharedState()
+		w.shared, w.tieredEnd = newSharedState(), s.sharedWAL.TieredEnd
 		if err := s.wipeLogs(); err != nil {
 			return err
 		}
@@ -211,7 +214,9 @@ func (s *Store) openWAL() error {
 			continue // its stream was deleted after the append
 		}
 		if m, ok := ownMarks[name]; ok && w.shared != nil {
-			w.shared.logged(ref, m.pos, m.first)
+			fs := frames[name]
+			last := fs[len(fs)-1]
+			w.shared.logged(ref, m.pos, m.first, last.First+countRecordEvents(last.Records))
 		}
 		if err := s.replaySegment(w.files, r, ref.Segment, frames[name], w.shared != nil); err != nil {
 			be.Close()
@@ -233,6 +238,14 @@ func (s *Store) openWAL() error {
 			zap.Int("frames", rec.Frames), zap.Int("segments", replayed), zap.Int64("torn_bytes", rec.TornBytes))
 	}
 	if len(copies) > 0 {
+		// Each segment's frames in offset order, whichever log they came
+		// from, so that its first copy is its oldest.
+		sort.SliceStable(copies, func(i, j int) bool {
+			if copies[i].Name != copies[j].Name {
+				return copies[i].Name < copies[j].Name
+			}
+			return copies[i].First < copies[j].First
+		})
 		err := w.copyFrames(copies, func(name string) (SegmentRef, bool) {
 			ref, _, ok, err := s.walSegment(name, streams)
 			return ref, ok && err == nil
@@ -338,7 +351,7 @@ func (w *walState) segmentOptions(o segment.Options, r streamRecord, seg string,
 	o.Name = walName(r, seg)
 	o.OnWrite = w.onWrite
 	if w.shared != nil {
-		o.OnLogged = func(pos, first uint64) { w.shared.logged(ref, pos, first) }
+		o.OnLogged = func(pos, first, next uint64) { w.shared.logged(ref, pos, first, next) }
 	}
 	commit := o.OnCommit
 	o.OnCommit = func() {
@@ -406,6 +419,9 @@ func (w *walState) run() {
 func (w *walState) checkpoint(target uint64) error {
 	w.ckMu.Lock()
 	defer w.ckMu.Unlock()
+	if w.shared != nil {
+		w.shared.refresh(w.tieredEnd)
+	}
 	applied := w.log.Applied()
 	target = min(target, applied)
 	w.mu.Lock()
@@ -491,7 +507,7 @@ func (w *walState) untiered(ref SegmentRef) {
 // the WAL need not keep its frames until the next checkpoint.
 func (w *walState) tiered(ref SegmentRef, l *segment.Log, offset uint64) error {
 	if w.shared != nil {
-		w.shared.tiered(ref, offset, l.State().Next)
+		w.shared.tiered(ref, offset)
 	}
 	if offset < l.State().Next {
 		return nil

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/silt-io/silt/internal/etcdtest"
 	"github.com/silt-io/silt/internal/mototest"
 )
@@ -24,6 +26,8 @@ import (
 // real etcd and a real S3 server (moto): a serving node and a standby, each
 // on its own empty data directory, sharing only etcd, the bucket, the
 // secrets key and the root token.
+
+var walPad = strings.Repeat("x", 400)
 
 const walTestToken = "wal-test-root-token-0123456789abcdef0123456789"
 
@@ -54,9 +58,38 @@ func (c *walCluster) args(extra ...string) []string {
 		"--tiering.s3.path_style", "--tiering.s3.region", mototest.Region,
 		"--tiering.s3.access_key_id", mototest.AccessKeyID, "--tiering.s3.secret_access_key", mototest.SecretAccessKey,
 		"--tiering.max_lag", "1s", "--tiering.interval", "200ms",
+		// Checkpoints during the test: the log must still hold whatever
+		// tier 2 does not.
+		"--core.wal.checkpoint_interval", "1s",
 		"--auth.root_token", walTestToken, "--auth.secrets_key_file", c.keyFile,
 		"--log.level", "info",
 	}, extra...)
+}
+
+// waitCheckpointMoved waits until a node's write-ahead checkpoint starts
+// above 0, and returns where (a hang stop bounds the wait).
+func (c *walCluster) waitCheckpointMoved(t *testing.T) uint64 {
+	t.Helper()
+	cli := c.etcd.Client(t)
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		resp, err := cli.Get(context.Background(), "/silt/wal/", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range resp.Kvs {
+			if !strings.HasSuffix(string(kv.Key), "/checkpoint") || len(kv.Value) == 0 || kv.Value[0] != 0 {
+				continue
+			}
+			var cp struct {
+				From uint64 `json:"from"`
+			}
+			if json.Unmarshal(kv.Value[1:], &cp) == nil && cp.From > 0 {
+				return cp.From
+			}
+		}
+	}
+	t.Fatal("no write-ahead checkpoint moved past 0 within a minute")
+	return 0
 }
 
 // startNode starts silt serve in a fresh directory without waiting for it
@@ -183,7 +216,9 @@ func startWALProducers(n int, nodes func() []string) *walProducers {
 					return
 				default:
 				}
-				evs := []string{fmt.Sprintf("w%d-%d-a", g, seq), fmt.Sprintf("w%d-%d-b", g, seq)}
+				// Padded, so that the log passes its checkpoint spacing
+				// within the test.
+				evs := []string{fmt.Sprintf("w%d-%d-a-%s", g, seq, walPad), fmt.Sprintf("w%d-%d-b-%s", g, seq, walPad)}
 				for ; ; cur++ {
 					ns := nodes()
 					api := ns[cur%len(ns)]
@@ -321,8 +356,10 @@ func TestClusterWALTakeoverKill9(t *testing.T) {
 	b := c.startNode(t, "--cluster.standby")
 	p := startWALProducers(4, func() []string { return []string{a.api, b.api} })
 	p.waitAcks(t, 300)
-	// Some of it is in tier 2 by now (max_lag 1s), the rest only in the log.
-	time.Sleep(1500 * time.Millisecond)
+	// Wait until the node's checkpoint has dropped the start of its log
+	// (tier 2 holds it): the standby must then rebuild the segment from
+	// tier 2's end and the rest of the log.
+	from := c.waitCheckpointMoved(t)
 	p.waitAcks(t, 50)
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -342,9 +379,18 @@ func TestClusterWALTakeoverKill9(t *testing.T) {
 	if afterKill == 0 {
 		t.Fatal("no batch was acknowledged by the standby")
 	}
-	if !strings.Contains(b.logText(), "adopted the write-ahead log") {
+	var adopted string
+	for _, l := range strings.Split(b.logText(), "\n") {
+		if strings.Contains(l, "adopted the write-ahead log") {
+			adopted = l
+		}
+	}
+	if adopted == "" {
 		t.Fatalf("the standby did not adopt the dead node's log; its output:\n%s", b.logText())
 	}
+	// "from" above 0: the dead node's checkpoints had dropped what tier 2
+	// held, and the standby rebuilt the rest from the log and tier 2.
+	t.Logf("the serving node's checkpoint had moved to %d before the kill; standby: %s", from, adopted)
 	t.Logf("%d batches acknowledged before the kill, %d after by the standby; %d events served, none lost or twice; non-200 answers %v",
 		before, afterKill, len(lines), p.codes)
 }
@@ -476,4 +522,57 @@ func checkServedLate(t *testing.T, api string, acks, late []walAck) []string {
 		}
 	}
 	return lines
+}
+
+// TestClusterWALOutages: with etcd stopped (SIGSTOP, as a hung server),
+// and then with the object store stopped, appends under durability
+// cluster answer 503 — within the request timeout, never a hang — and
+// none is acknowledged; once each is back, appends go on and every
+// acknowledged event is served once.
+func TestClusterWALOutages(t *testing.T) {
+	c := newWALCluster(t)
+	a := c.startNode(t)
+	waitReady(t, a)
+	createStream(t, a)
+	p := startWALProducers(2, func() []string { return []string{a.api} })
+	p.waitAcks(t, 100)
+	for _, o := range []struct {
+		name          string
+		pause, resume func() error
+	}{
+		{"etcd", c.etcd.Pause, c.etcd.Resume},
+		{"object store", c.moto.Pause, c.moto.Resume},
+	} {
+		if err := o.pause(); err != nil {
+			t.Fatal(err)
+		}
+		// The kernel's signal is asynchronous; a request right after it
+		// may still be answered.
+		time.Sleep(100 * time.Millisecond)
+		codes := map[int]int{}
+		for seq := uint64(1); seq <= 3; seq++ {
+			// The client's bound is a hang stop, far above the 2 s
+			// request timeout the node runs with.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			w := "probe" + strings.ReplaceAll(o.name, " ", "")
+			code, _, err := appendBatch(ctx, a.api, w, seq, []string{fmt.Sprintf("%s-%d-a", w, seq)})
+			cancel()
+			if code == 0 {
+				o.resume()
+				t.Fatalf("%s stopped: an append got no answer: %v", o.name, err)
+			}
+			codes[code]++
+		}
+		if err := o.resume(); err != nil {
+			t.Fatal(err)
+		}
+		if codes[http.StatusServiceUnavailable] != 3 {
+			t.Fatalf("%s stopped: appends answered %v, want 503 each time", o.name, codes)
+		}
+		p.waitAcks(t, 50)
+		t.Logf("%s stopped: appends answered %v; after it came back the producers went on", o.name, codes)
+	}
+	acks := p.finish()
+	lines := checkServed(t, a.api, acks)
+	t.Logf("%d acknowledged batches, %d events served, none lost or twice; producers' non-200 answers %v", len(acks), len(lines), p.codes)
 }

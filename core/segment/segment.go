@@ -83,9 +83,9 @@ type Options struct {
 	OnWrite func(path string, walPos uint64)
 	// OnLogged, with a WAL, is called once a group's frame is durable in
 	// the WAL, before its records go to the file, with the frame's
-	// position and the group's first offset: a log on shared storage is
-	// kept from that position until tier 2 holds the offsets.
-	OnLogged func(walPos, first uint64)
+	// position and the group's offsets [first, next): a log on shared
+	// storage is kept from that position until tier 2 holds the offsets.
+	OnLogged func(walPos, first, next uint64)
 	// Base is the offset the first file starts at when the directory
 	// holds none: a node rebuilding a segment whose earlier events are
 	// in tier 2 only (cluster durability) continues its offsets.

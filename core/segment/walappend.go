@@ -105,7 +105,7 @@ func (w walGroup) Done(pos uint64, err error) {
 	cur := l.mu.files[len(l.mu.files)-1]
 	l.mu.Unlock()
 	if l.opts.OnLogged != nil {
-		l.opts.OnLogged(pos, g.first)
+		l.opts.OnLogged(pos, g.first, g.next)
 	}
 
 	if err := l.writeGroup(cur, g, pos); err != nil {
