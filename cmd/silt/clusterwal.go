@@ -58,7 +58,7 @@ func clusterWAL(cfg serveConfig, node *cluster.Node, cat *catalog.Catalog, log *
 		if err != nil {
 			return nil, err
 		}
-		return &fenceWatch{Backend: be, fenced: func() { once.Do(func() { close(ch) }) }}, nil
+		return &fenceWatch{Backend: be, node: node, fenced: func() { once.Do(func() { close(ch) }) }}, nil
 	}
 	o.Shared = &core.SharedWAL{
 		FlushInterval: cfg.Cluster.WAL.FlushInterval,
@@ -91,6 +91,7 @@ func clusterWAL(cfg serveConfig, node *cluster.Node, cat *catalog.Catalog, log *
 					return nil, fmt.Errorf("adopt the write-ahead log of node %s: %w", l.Node, err)
 				}
 				out = append(out, core.AdoptedLog{Name: l.Node, Backend: be})
+				node.AdoptedWAL()
 			}
 			return out, nil
 		},
@@ -101,15 +102,19 @@ func clusterWAL(cfg serveConfig, node *cluster.Node, cat *catalog.Catalog, log *
 	return o, ch, nil
 }
 
-// fenceWatch tells when the log's writer has been fenced: another node
-// took the log over, and this one must stop serving.
+// fenceWatch times each flush for the metrics, and tells when the log's
+// writer has been fenced: another node took the log over, and this one
+// must stop serving.
 type fenceWatch struct {
 	wal.Backend
+	node   *cluster.Node
 	fenced func()
 }
 
 func (f *fenceWatch) Write(pos uint64, bufs [][]byte, n int64) error {
+	start := time.Now()
 	err := f.Backend.Write(pos, bufs, n)
+	f.node.ObserveWALFlush(time.Since(start), n, err)
 	if errors.Is(err, objwal.ErrFenced) {
 		f.fenced()
 	}
