@@ -53,6 +53,7 @@ type Config struct {
 // WALConfig configures the write-ahead log on objects (durability cluster).
 type WALConfig struct {
 	FlushInterval time.Duration `koanf:"flush_interval" help:"with durability cluster, how long a write-ahead round waits for more appends before its one PUT (0: none; rounds go back to back, each carrying what queued during the last)"`
+	FlushBytes    int64         `koanf:"flush_bytes" help:"with flush_interval, a round stops waiting once its appends hold this many bytes (0: it waits the whole interval)"`
 	Prefix        string        `koanf:"prefix" help:"key prefix of the write-ahead objects in tier 2's bucket, before <node id>/ (must start with _ so that no tenant can own it)"`
 }
 
@@ -112,7 +113,7 @@ func DefaultConfig() Config {
 		LockTTL:        10 * time.Second,
 		MaxTxnOps:      catalog.DefaultMaxTxnOps,
 		MaxTxnBytes:    catalog.DefaultMaxTxnBytes,
-	}, LeaseTTL: 5 * time.Second, WAL: WALConfig{Prefix: "_wal/"}}
+	}, LeaseTTL: 5 * time.Second, WAL: WALConfig{Prefix: "_wal/", FlushBytes: 4 << 20}}
 }
 
 // Enabled reports whether the node is in a cluster (endpoints are set).
@@ -163,6 +164,9 @@ func (c Config) Validate() error {
 	}
 	if c.WAL.FlushInterval < 0 || c.WAL.FlushInterval > time.Second {
 		errs = append(errs, fmt.Errorf("cluster.wal.flush_interval: %v must be between 0 and 1s (every append waits for it)", c.WAL.FlushInterval))
+	}
+	if c.WAL.FlushBytes < 0 {
+		errs = append(errs, fmt.Errorf("cluster.wal.flush_bytes: %d must not be negative", c.WAL.FlushBytes))
 	}
 	if !strings.HasPrefix(c.WAL.Prefix, "_") || !strings.HasSuffix(c.WAL.Prefix, "/") || strings.Contains(c.WAL.Prefix, "//") {
 		errs = append(errs, fmt.Errorf("cluster.wal.prefix: %q must start with _ (a name no tenant can take) and end with /", c.WAL.Prefix))

@@ -42,8 +42,11 @@ type SharedWAL struct {
 	// its old writer can have nothing acknowledged any more). Called once
 	// at open, after this node's own log is taken over.
 	Adopt func(maxFrameBytes int, log *zap.Logger) ([]AdoptedLog, error)
-	// FlushInterval is the log's wal.Options.Linger.
+	// FlushInterval and FlushBytes are the log's wal.Options.Linger and
+	// LingerBytes: a round waits up to FlushInterval for appends, less
+	// once it holds FlushBytes.
 	FlushInterval time.Duration
+	FlushBytes    int64
 }
 
 // AdoptedLog is another node's log taken over at start. Once its frames

@@ -229,7 +229,7 @@ func (s *Store) openWAL() error {
 	w.fresh = data == nil
 	wopts := wal.Options{Backend: be, Log: w.zl}
 	if s.sharedWAL != nil {
-		wopts.Linger = s.sharedWAL.FlushInterval
+		wopts.Linger, wopts.LingerBytes = s.sharedWAL.FlushInterval, s.sharedWAL.FlushBytes
 	}
 	w.log = wal.Open(wopts, rec.End)
 	w.mu.since = rec.Start

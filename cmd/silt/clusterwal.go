@@ -62,6 +62,7 @@ func clusterWAL(cfg serveConfig, node *cluster.Node, cat *catalog.Catalog, log *
 	}
 	o.Shared = &core.SharedWAL{
 		FlushInterval: cfg.Cluster.WAL.FlushInterval,
+		FlushBytes:    cfg.Cluster.WAL.FlushBytes,
 		TieredEnd: func(ref core.SegmentRef) (uint64, error) {
 			rec, ok, err := tiering.GetStream(cat, ref.Tenant, ref.Stream)
 			if err != nil || !ok || rec.Incarnation != ref.Incarnation {
@@ -98,7 +99,7 @@ func clusterWAL(cfg serveConfig, node *cluster.Node, cat *catalog.Catalog, log *
 	}
 	log.Info("durability cluster: appends are acknowledged once in a write-ahead object and committed in etcd",
 		zap.String("bucket", cfg.Tier.S3.Bucket), zap.String("wal_prefix", cfg.Cluster.WAL.Prefix+self+"/"),
-		zap.Duration("flush_interval", cfg.Cluster.WAL.FlushInterval))
+		zap.Duration("flush_interval", cfg.Cluster.WAL.FlushInterval), zap.Int64("flush_bytes", cfg.Cluster.WAL.FlushBytes))
 	return o, ch, nil
 }
 

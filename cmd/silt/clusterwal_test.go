@@ -350,10 +350,12 @@ func createStream(t *testing.T, s *siltServer) {
 // acknowledged offset, and the offsets go on from there.
 func TestClusterWALTakeoverKill9(t *testing.T) {
 	c := newWALCluster(t)
-	a := c.startNode(t)
+	// Rounds wait a little for more appends (one PUT for more of them).
+	linger := []string{"--cluster.wal.flush_interval", "2ms", "--cluster.wal.flush_bytes", "65536"}
+	a := c.startNode(t, linger...)
 	waitReady(t, a)
 	createStream(t, a)
-	b := c.startNode(t, "--cluster.standby")
+	b := c.startNode(t, append(linger, "--cluster.standby")...)
 	p := startWALProducers(4, func() []string { return []string{a.api, b.api} })
 	p.waitAcks(t, 300)
 	// Wait until the node's checkpoint has dropped the start of its log

@@ -73,6 +73,14 @@ func (w walGroup) Seal() [][]byte {
 	return append(body, g.recs...)
 }
 
+// PendingBytes implements wal.Sizer: the bytes of the group's records so
+// far (it takes batches until sealed).
+func (w walGroup) PendingBytes() int64 {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	return w.g.size
+}
+
 // Done implements wal.Writer: once the group's frame is durable its
 // records go into the segment's file (unsynced: the WAL holds them) and
 // the batches are acknowledged.

@@ -69,6 +69,15 @@ type Options struct {
 	// write (objects), fewer and larger writes. 0: none, the round takes
 	// what queued while the last one was written.
 	Linger time.Duration
+	// LingerBytes ends the wait early once the queued writers that can
+	// tell (Sizer) hold this many bytes; 0: the wait is Linger.
+	LingerBytes int64
+}
+
+// Sizer is a Writer that can tell how many bytes it holds so far, so that
+// a lingering leader can stop waiting once a round is large enough.
+type Sizer interface {
+	PendingBytes() int64
 }
 
 // Log is the write-ahead log. It is safe for concurrent use.
@@ -203,7 +212,7 @@ func (l *Log) Lead() {
 	var bodies [][][]byte
 	for {
 		if l.opts.Linger > 0 {
-			time.Sleep(l.opts.Linger)
+			l.linger()
 		}
 		l.mu.Lock()
 		ws := l.mu.queue
@@ -279,6 +288,40 @@ func (l *Log) Lead() {
 		l.mu.end = p
 		l.mu.Unlock()
 		l.rounds <- round{ws: ws, at: at, end: p}
+	}
+}
+
+// lingerStep is how often a lingering leader looks at the queued bytes.
+const lingerStep = time.Millisecond
+
+// linger waits Linger before a round, or less once the queue holds
+// LingerBytes; not at all with nothing queued (the leader then stops) or
+// once the log is closed.
+func (l *Log) linger() {
+	deadline := time.Now().Add(l.opts.Linger)
+	for {
+		l.mu.Lock()
+		ws := append([]Writer(nil), l.mu.queue...)
+		closed := l.mu.closed
+		l.mu.Unlock()
+		if len(ws) == 0 || closed {
+			return
+		}
+		if l.opts.LingerBytes <= 0 {
+			time.Sleep(time.Until(deadline))
+			return
+		}
+		var n int64
+		for _, w := range ws {
+			if s, ok := w.(Sizer); ok {
+				n += s.PendingBytes()
+			}
+		}
+		left := time.Until(deadline)
+		if n >= l.opts.LingerBytes || left <= 0 {
+			return
+		}
+		time.Sleep(min(lingerStep, left))
 	}
 }
 
