@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -30,6 +32,9 @@ func clusterWAL(cfg serveConfig, node *cluster.Node, cat *catalog.Catalog, log *
 		return o, nil, nil
 	}
 	mode := cfg.Cluster.EffectiveDurability(cfg.Tier.Backend)
+	if err := checkDurabilitySwitch(cfg, node, mode); err != nil {
+		return o, nil, err
+	}
 	if mode == cluster.DurabilityLocal {
 		log.Warn("durability local: an acknowledged append is on this node's disk only; its untiered events are unavailable while the node is down, and lost with its disk",
 			zap.String("tiering.backend", cfg.Tier.Backend))
@@ -133,3 +138,33 @@ func (f *fenceWatch) SaveCheckpoint(data []byte) error {
 // stepDownAfter is how long a fenced node keeps answering (503) before it
 // stops, so that the requests in flight get their answer.
 const stepDownAfter = 200 * time.Millisecond
+
+// checkDurabilitySwitch refuses a start whose durability differs from the
+// one the node's data last ran with, while that data may hold events the
+// new mode would not find: with cluster, the local segment files are a
+// cache removed at start, so a directory that ran local (its log in
+// <core.dir>/wal, its untiered events in its segment files) would lose
+// them; with local, the node's log on objects would not be replayed.
+func checkDurabilitySwitch(cfg serveConfig, node *cluster.Node, mode string) error {
+	localLog := filepath.Join(cfg.Core.Dir, "wal")
+	if mode == cluster.DurabilityCluster {
+		if _, err := os.Stat(localLog); err == nil {
+			return fmt.Errorf("%w: data directory %s ran with durability local (its write-ahead log is %s, its untiered events in its segment files), and durability cluster would rebuild its segments from the log on objects: start it with --cluster.durability local, or start a node on a new data directory",
+				cluster.ErrRefused, cfg.Core.Dir, localLog)
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Cluster.Etcd.RequestTimeout)
+	defer cancel()
+	logs, err := node.WALLogs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range logs {
+		if l.Node == node.NodeID() && !l.Empty {
+			return fmt.Errorf("%w: this node's write-ahead log on objects (%s%s/) holds events (it ran with durability cluster), which durability local would not replay: start it with --cluster.durability cluster",
+				cluster.ErrRefused, cfg.Cluster.WAL.Prefix, l.Node)
+		}
+	}
+	return nil
+}

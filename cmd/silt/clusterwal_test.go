@@ -578,3 +578,28 @@ func TestClusterWALOutages(t *testing.T) {
 	lines := checkServed(t, a.api, acks)
 	t.Logf("%d acknowledged batches, %d events served, none lost or twice; producers' non-200 answers %v", len(acks), len(lines), p.codes)
 }
+
+// TestClusterWALDurabilitySwitchRefused: a data directory that ran with
+// durability local holds its untiered events in its own files, which
+// durability cluster treats as a cache: started with cluster, it is
+// refused, saying what to do, and it still starts with local.
+func TestClusterWALDurabilitySwitchRefused(t *testing.T) {
+	c := newWALCluster(t)
+	a := c.startNode(t, "--cluster.durability", "local")
+	waitReady(t, a)
+	createStream(t, a)
+	if code, _, err := appendBatch(context.Background(), a.api, "w", 1, []string{"kept"}); code != http.StatusOK {
+		t.Fatalf("append: %d %v", code, err)
+	}
+	a.stop()
+	r := runSilt(t, invocation{args: serveArgs(freeAddr(t), c.args()...), dir: a.dir})
+	if r.code == 0 || !strings.Contains(r.stderr, "ran with durability local") || !strings.Contains(r.stderr, "--cluster.durability local") {
+		t.Fatalf("durability cluster on a local directory: exit %d\n%s", r.code, r.stderr)
+	}
+	// Refused before anything changed: it serves its event with local.
+	again := startServerAt(t, a.dir, freeAddr(t), c.args("--cluster.durability", "local")...)
+	again.rootToken = walTestToken
+	if lines := readAllWAL(t, again.api); len(lines) != 1 || lines[0] != "kept" {
+		t.Fatalf("after the refusal, local serves %q", lines)
+	}
+}
