@@ -92,7 +92,11 @@ func (sh *sharedState) logged(ref SegmentRef, pos, first, next uint64) {
 	defer sh.mu.Unlock()
 	sh.end[ref] = max(sh.end[ref], next)
 	ms := sh.marks[ref]
-	if n := len(ms); n > 0 && pos-ms[n-1].pos < markEvery {
+	// A frame below the last mark's offset (a copy of an adopted log's
+	// older frame) adds no mark: marks must ascend in offset too, or
+	// tiered would drop one whose later frames tier 2 lacks. The mark
+	// before covers it, from further back.
+	if n := len(ms); n > 0 && (pos-ms[n-1].pos < markEvery || first <= ms[n-1].first) {
 		return
 	}
 	ms = append(ms, tierMark{pos: pos, first: first})
