@@ -262,6 +262,13 @@ func (p *walProducers) waitAcks(t *testing.T, n int) {
 	}
 }
 
+// snapshot returns the acknowledgements so far.
+func (p *walProducers) snapshot() []walAck {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]walAck(nil), p.acks...)
+}
+
 func (p *walProducers) finish() []walAck {
 	close(p.stop)
 	p.wg.Wait()
@@ -356,7 +363,13 @@ func TestClusterWALTakeoverKill9(t *testing.T) {
 	waitReady(t, a)
 	createStream(t, a)
 	b := c.startNode(t, append(linger, "--cluster.standby")...)
-	p := startWALProducers(4, func() []string { return []string{a.api, b.api} })
+	var nodesMu sync.Mutex
+	nodes := []string{a.api, b.api}
+	p := startWALProducers(4, func() []string {
+		nodesMu.Lock()
+		defer nodesMu.Unlock()
+		return nodes
+	})
 	p.waitAcks(t, 300)
 	// Wait until the node's checkpoint has dropped the start of its log
 	// (tier 2 holds it): the standby must then rebuild the segment from
@@ -370,31 +383,52 @@ func TestClusterWALTakeoverKill9(t *testing.T) {
 	before := p.count()
 	waitReady(t, b)
 	p.waitAcks(t, 200)
+	lines := checkServed(t, b.api, p.snapshot())
+	adopted := adoptLine(t, b)
+	// "from" above 0: the dead node's checkpoints had dropped what tier 2
+	// held, and the standby rebuilt the rest from the log and tier 2.
+	t.Logf("the serving node's checkpoint had moved to %d before the kill; standby: %s", from, adopted)
+
+	// The standby dies too. A third node, started afterwards on its own
+	// empty directory, adopts the standby's log (which holds the first
+	// node's frames, copied) and skips the first node's, emptied.
+	if err := b.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	b.cmd.Wait()
+	c3 := c.startNode(t, append(linger, "--cluster.standby")...)
+	nodesMu.Lock()
+	nodes = []string{c3.api}
+	nodesMu.Unlock()
+	waitReady(t, c3)
+	p.waitAcks(t, 100)
 	acks := p.finish()
-	lines := checkServed(t, b.api, acks)
-	afterKill := 0
+	lines3 := checkServed(t, c3.api, acks)
+	by := map[string]int{}
 	for _, x := range acks {
-		if x.node == b.api {
-			afterKill++
-		}
+		by[x.node]++
 	}
-	if afterKill == 0 {
-		t.Fatal("no batch was acknowledged by the standby")
+	if by[b.api] == 0 || by[c3.api] == 0 {
+		t.Fatalf("acknowledgements by node: %v; the standby and the third node must each have acknowledged batches", by)
 	}
+	t.Logf("third node: %s", adoptLine(t, c3))
+	t.Logf("%d batches acknowledged before the first kill, %d by the standby, %d by the third node; %d events served after the first takeover, %d after the second, none lost or twice; non-200 answers %v",
+		before, by[b.api], by[c3.api], len(lines), len(lines3), p.codes)
+}
+
+// adoptLine is the last log line of s saying it adopted a log.
+func adoptLine(t *testing.T, s *siltServer) string {
+	t.Helper()
 	var adopted string
-	for _, l := range strings.Split(b.logText(), "\n") {
+	for _, l := range strings.Split(s.logText(), "\n") {
 		if strings.Contains(l, "adopted the write-ahead log") {
 			adopted = l
 		}
 	}
 	if adopted == "" {
-		t.Fatalf("the standby did not adopt the dead node's log; its output:\n%s", b.logText())
+		t.Fatalf("%s did not adopt the dead node's log; its output:\n%s", s.api, s.logText())
 	}
-	// "from" above 0: the dead node's checkpoints had dropped what tier 2
-	// held, and the standby rebuilt the rest from the log and tier 2.
-	t.Logf("the serving node's checkpoint had moved to %d before the kill; standby: %s", from, adopted)
-	t.Logf("%d batches acknowledged before the kill, %d after by the standby; %d events served, none lost or twice; non-200 answers %v",
-		before, afterKill, len(lines), p.codes)
+	return adopted
 }
 
 // TestClusterWALFencing: the serving node is stopped (SIGSTOP) past its
