@@ -2,14 +2,12 @@ package core
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -181,19 +179,26 @@ func (sh *sharedState) oldest(limit uint64) uint64 {
 // so that a crash in the middle of the removal leaves nothing that looks
 // like segment files.
 func (s *Store) wipeLogs() error {
-	dir := s.logsDir()
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil
+	names, err := s.fs.List(s.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", s.cfg.Dir, err)
 	}
-	old := filepath.Join(s.cfg.Dir, "logs.old-"+strconv.FormatInt(time.Now().UnixNano(), 10))
-	if err := os.Rename(dir, old); err != nil {
-		return fmt.Errorf("move aside the local segment files: %w", err)
+	if slices.Contains(names, "logs") {
+		old := "logs.old-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+		if err := s.fs.Rename(s.logsDir(), filepath.Join(s.cfg.Dir, old)); err != nil {
+			return fmt.Errorf("move aside the local segment files: %w", err)
+		}
+		if err := s.fs.SyncDir(s.cfg.Dir); err != nil {
+			return err
+		}
+		names = append(names, old)
 	}
-	// Earlier leftovers too.
-	matches, _ := filepath.Glob(filepath.Join(s.cfg.Dir, "logs.old-*"))
-	for _, m := range matches {
-		if err := os.RemoveAll(m); err != nil {
-			return fmt.Errorf("remove old local segment files %s: %w", m, err)
+	// This start's, and any an interrupted start left.
+	for _, n := range names {
+		if strings.HasPrefix(n, "logs.old-") {
+			if err := s.fs.RemoveAll(filepath.Join(s.cfg.Dir, n)); err != nil {
+				return fmt.Errorf("remove old local segment files %s: %w", n, err)
+			}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -160,7 +161,8 @@ func TestSharedWALTieringBoundsCheckpoints(t *testing.T) {
 	}
 
 	// Another node, a fresh directory: it adopts a's log.
-	nb := openSharedStore(t, moto.Endpoint, cli, t.TempDir(), "b", []string{"a"}, ends)
+	bdir := t.TempDir()
+	nb := openSharedStore(t, moto.Endpoint, cli, bdir, "b", []string{"a"}, ends)
 	res, err := nb.Read(ctx, core.ReadRequest{Tenant: "acme", Stream: "s", Segment: "0", From: 250, MaxEvents: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -182,4 +184,29 @@ func TestSharedWALTieringBoundsCheckpoints(t *testing.T) {
 		t.Fatalf("a's log was not emptied after its adoption (checkpoint from %s)", got)
 	}
 	t.Logf("a's checkpoint started at %s of its log before the takeover", from)
+
+	// b restarts on its directory: its segment files are removed and
+	// rebuilt from its own log (which holds a's frames, copied) and tier 2.
+	if err := nb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(bdir, "logs", "stale")
+	if err := os.WriteFile(stale, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nb = openSharedStore(t, moto.Endpoint, cli, bdir, "b", nil, ends)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("a file of the old segment files is still there after the restart: %v", err)
+	}
+	res, err = nb.Read(ctx, core.ReadRequest{Tenant: "acme", Stream: "s", Segment: "0", From: 250, MaxEvents: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Events) != 51 || res.Events[0].Offset != 250 || string(res.Events[50].Data) != "next" {
+		t.Fatalf("segment 0 from 250 after b's restart: %d events", len(res.Events))
+	}
+	r, err := nb.Append(ctx, core.AppendRequest{Tenant: "acme", Stream: "s", Segment: "1", Events: [][]byte{[]byte("again")}})
+	if err != nil || r.FirstOffset != 301 {
+		t.Fatalf("segment 1 after b's restart: offset %d, %v; want 301", r.FirstOffset, err)
+	}
 }
