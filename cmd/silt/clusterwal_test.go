@@ -636,4 +636,10 @@ func TestClusterWALDurabilitySwitchRefused(t *testing.T) {
 	if lines := readAllWAL(t, again.api); len(lines) != 1 || lines[0] != "kept" {
 		t.Fatalf("after the refusal, local serves %q", lines)
 	}
+
+	// Durability cluster needs the S3 tier 2 for its objects.
+	r = runSilt(t, invocation{args: serveArgs(freeAddr(t), c.args("--tiering.backend", "fs", "--cluster.durability", "cluster")...)})
+	if r.code == 0 || !strings.Contains(r.stderr, "needs tiering.backend s3") {
+		t.Fatalf("durability cluster on an fs tier 2: exit %d\n%s", r.code, r.stderr)
+	}
 }

@@ -102,6 +102,9 @@ func (c serveConfig) Validate() error {
 	if c.Run.GCPercent < 0 {
 		return fmt.Errorf("runtime.gc_percent must not be negative (0 leaves the GC to GOGC)")
 	}
+	if c.Cluster.Enabled() && c.Cluster.Durability == cluster.DurabilityCluster && c.Tier.Backend != "s3" {
+		return fmt.Errorf("cluster.durability cluster needs tiering.backend s3 (the write-ahead objects go to its bucket), not %q: set tiering.backend s3, or cluster.durability local", c.Tier.Backend)
+	}
 	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
 }
 
