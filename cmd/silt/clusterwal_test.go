@@ -363,6 +363,17 @@ func TestClusterWALTakeoverKill9(t *testing.T) {
 	waitReady(t, a)
 	createStream(t, a)
 	b := c.startNode(t, append(linger, "--cluster.standby")...)
+	// While it waits for the lock, the standby answers 503 at once (a
+	// producer tries the serving node next), not after a timeout.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, _, err := appendBatch(context.Background(), b.api, "probe", 1, []string{"probe-1-a"})
+		if code == http.StatusServiceUnavailable {
+			break
+		}
+		if code != 0 || time.Now().After(deadline) {
+			t.Fatalf("the waiting standby answered %d (%v), want 503", code, err)
+		}
+	}
 	var nodesMu sync.Mutex
 	nodes := []string{a.api, b.api}
 	p := startWALProducers(4, func() []string {

@@ -129,7 +129,18 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	if err := tiering.CheckStartSpace(cfg.Tier, cfg.Core.Dir); err != nil {
 		return err
 	}
+	var stopAnswering func()
+	if cfg.Cluster.Enabled() && cfg.Cluster.Standby {
+		tlsCfg, err := serverTLS(cfg.TLS)
+		if err != nil {
+			return err
+		}
+		st.api, stopAnswering = answerWhileStandby(st.api, tlsCfg, log)
+	}
 	node, cat, leave, err := joinCluster(ctx, cfg, log)
+	if stopAnswering != nil {
+		stopAnswering()
+	}
 	if err != nil {
 		return err
 	}
