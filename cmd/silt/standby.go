@@ -37,10 +37,14 @@ func newConnFeed(ln net.Listener) *connFeed {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					time.Sleep(10 * time.Millisecond)
-					continue
+				if !errors.Is(err, net.ErrClosed) {
+					// EMFILE and the like pass: back off and go on, as
+					// the heads' own accept loops do.
+					select {
+					case <-time.After(10 * time.Millisecond):
+						continue
+					case <-f.stop:
+					}
 				}
 				f.err = err
 				return
