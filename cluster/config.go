@@ -40,6 +40,39 @@ type Config struct {
 	// long after its last renewal.
 	LeaseTTL  time.Duration   `koanf:"lease_ttl" help:"TTL of the lease a node is registered under: a dead node leaves silt cluster nodes this long after its last heartbeat"`
 	Advertise AdvertiseConfig `koanf:"advertise"`
+	// Durability says where an append is durable before it is
+	// acknowledged (docs/cluster.md).
+	Durability string    `koanf:"durability" help:"cluster (an append is acknowledged once in a write-ahead object on tier 2's S3 store and committed in etcd: it survives the node) or local (the node's disk, as a single node); empty: cluster when tiering.backend is s3, else local"`
+	WAL        WALConfig `koanf:"wal"`
+	// Standby makes a node that finds the serving lock taken wait for it
+	// instead of being refused: it takes over when the serving node
+	// stops or dies.
+	Standby bool `koanf:"standby" help:"wait for the serving lock instead of refusing to start while another node serves the prefix (takes over when it stops or dies)"`
+}
+
+// WALConfig configures the write-ahead log on objects (durability cluster).
+type WALConfig struct {
+	FlushInterval time.Duration `koanf:"flush_interval" help:"with durability cluster, how long a write-ahead round waits for more appends before its one PUT (0: none; rounds go back to back, each carrying what queued during the last)"`
+	FlushBytes    int64         `koanf:"flush_bytes" help:"with flush_interval, a round stops waiting once its appends hold this many bytes (0: it waits the whole interval)"`
+	Prefix        string        `koanf:"prefix" help:"key prefix of the write-ahead objects in tier 2's bucket, before <node id>/ (must start with _ so that no tenant can own it)"`
+}
+
+// Durability modes.
+const (
+	DurabilityCluster = "cluster"
+	DurabilityLocal   = "local"
+)
+
+// EffectiveDurability is the mode a node runs with, given its tier-2
+// backend: an empty setting is cluster on S3, local otherwise.
+func (c Config) EffectiveDurability(tierBackend string) string {
+	if c.Durability != "" {
+		return c.Durability
+	}
+	if tierBackend == "s3" {
+		return DurabilityCluster
+	}
+	return DurabilityLocal
 }
 
 // AdvertiseConfig is where other nodes and clients reach this node's
@@ -80,7 +113,7 @@ func DefaultConfig() Config {
 		LockTTL:        10 * time.Second,
 		MaxTxnOps:      catalog.DefaultMaxTxnOps,
 		MaxTxnBytes:    catalog.DefaultMaxTxnBytes,
-	}, LeaseTTL: 5 * time.Second}
+	}, LeaseTTL: 5 * time.Second, WAL: WALConfig{Prefix: "_wal/", FlushBytes: 4 << 20}}
 }
 
 // Enabled reports whether the node is in a cluster (endpoints are set).
@@ -123,6 +156,20 @@ func (c Config) Validate() error {
 		if host, port, err := net.SplitHostPort(a.v); err != nil || host == "" || port == "" || port == "0" {
 			errs = append(errs, fmt.Errorf("cluster.advertise.%s: %q is not host:port with a host and a port", a.key, a.v))
 		}
+	}
+	switch c.Durability {
+	case "", DurabilityCluster, DurabilityLocal:
+	default:
+		errs = append(errs, fmt.Errorf("cluster.durability: %q is not cluster or local (or empty: cluster on an S3 tier 2)", c.Durability))
+	}
+	if c.WAL.FlushInterval < 0 || c.WAL.FlushInterval > time.Second {
+		errs = append(errs, fmt.Errorf("cluster.wal.flush_interval: %v must be between 0 and 1s (every append waits for it)", c.WAL.FlushInterval))
+	}
+	if c.WAL.FlushBytes < 0 {
+		errs = append(errs, fmt.Errorf("cluster.wal.flush_bytes: %d must not be negative", c.WAL.FlushBytes))
+	}
+	if !strings.HasPrefix(c.WAL.Prefix, "_") || !strings.HasSuffix(c.WAL.Prefix, "/") || strings.Contains(c.WAL.Prefix, "//") {
+		errs = append(errs, fmt.Errorf("cluster.wal.prefix: %q must start with _ (a name no tenant can take) and end with /", c.WAL.Prefix))
 	}
 	if e.MaxTxnOps < 1 || e.MaxTxnBytes < 1024 {
 		errs = append(errs, errors.New("cluster.etcd.max_txn_ops must be positive and max_txn_bytes at least 1024"))

@@ -84,6 +84,15 @@ type Option func(*options)
 type options struct {
 	secretsKeyID string
 	haveKeyID    bool
+	// wait, if set, makes Start wait for a serving lock held by another
+	// node until it is free or wait ends (cluster.standby).
+	wait context.Context
+}
+
+// WaitForLock makes Start wait for the serving lock while another node
+// holds it, until ctx ends, instead of refusing to start.
+func WaitForLock(ctx context.Context) Option {
+	return func(o *options) { o.wait = ctx }
 }
 
 // WithSecretsKeyID gives the id of the secrets key this node seals S3
@@ -202,7 +211,10 @@ func (n *Node) start() error {
 	}
 	// The secrets key is checked under the lock, so that a second node is
 	// told first that another serves the prefix.
-	if err := n.checkSecretsKey(ctx); err != nil {
+	// A fresh deadline: a standby may have waited long for the lock.
+	kctx, kcancel := context.WithTimeout(n.ctx, e.DialTimeout)
+	defer kcancel()
+	if err := n.checkSecretsKey(kctx); err != nil {
 		n.unlock()
 		return err
 	}
@@ -307,7 +319,20 @@ func (n *Node) lock() error {
 	m := concurrency.NewMutex(sess, n.key("serving/"))
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Etcd.RequestTimeout)
 	defer cancel()
-	if err := m.TryLock(ctx); err != nil {
+	err = m.TryLock(ctx)
+	if errors.Is(err, concurrency.ErrLocked) && n.opts.wait != nil {
+		n.log.Info("another node serves the prefix; waiting for the serving lock (standby)",
+			zap.String("prefix", n.cfg.Etcd.Prefix), zap.String("holder", n.holder(ctx)))
+		wctx, wcancel := context.WithCancel(n.opts.wait)
+		stop := context.AfterFunc(n.ctx, wcancel)
+		err = m.Lock(wctx)
+		stop()
+		wcancel()
+		if err == nil {
+			n.log.Info("took the serving lock", zap.String("prefix", n.cfg.Etcd.Prefix))
+		}
+	}
+	if err != nil {
 		sess.Close()
 		if errors.Is(err, concurrency.ErrLocked) {
 			return fmt.Errorf("%w: another silt node serves prefix %s (%s); one node serves a prefix until segments have owners, so stop it first or use another prefix",
@@ -318,6 +343,9 @@ func (n *Node) lock() error {
 	host, _ := os.Hostname()
 	abs, _ := filepath.Abs(n.dataDir)
 	h, _ := json.Marshal(holder{Host: host, PID: os.Getpid(), DataDir: abs, Since: time.Now().UTC()})
+	// A fresh deadline: a standby's wait may have outlasted the first.
+	ctx, cancel2 := context.WithTimeout(n.ctx, n.cfg.Etcd.RequestTimeout)
+	defer cancel2()
 	if _, err := n.cli.Put(ctx, n.key("node"), string(h), clientv3.WithLease(sess.Lease())); err != nil {
 		m.Unlock(ctx)
 		sess.Close()

@@ -256,6 +256,11 @@ func TestConfigValidate(t *testing.T) {
 		"advertise no port": {func(*EtcdConfig) {}, `cluster.advertise.s3: "db5" is not host:port`, func(c *Config) { c.Advertise.S3 = "db5" }},
 		"advertise port 0":  {func(*EtcdConfig) {}, `cluster.advertise.api: "db5:0"`, func(c *Config) { c.Advertise.API = "db5:0" }},
 		"advertise ok":      {func(*EtcdConfig) {}, "", func(c *Config) { c.Advertise.NFS, c.Advertise.WebHDFS = "db5:2049", "[::1]:9870" }},
+		"durability typo":   {func(*EtcdConfig) {}, `cluster.durability: "clustr"`, func(c *Config) { c.Durability = "clustr" }},
+		"durability local":  {func(*EtcdConfig) {}, "", func(c *Config) { c.Durability = DurabilityLocal }},
+		"flush too long":    {func(*EtcdConfig) {}, "cluster.wal.flush_interval: 2s", func(c *Config) { c.WAL.FlushInterval = 2 * time.Second }},
+		"flush bytes < 0":   {func(*EtcdConfig) {}, "cluster.wal.flush_bytes", func(c *Config) { c.WAL.FlushBytes = -1 }},
+		"wal prefix tenant": {func(*EtcdConfig) {}, `cluster.wal.prefix: "wal/" must start with _`, func(c *Config) { c.WAL.Prefix = "wal/" }},
 	} {
 		c := DefaultConfig()
 		tc.edit(&c.Etcd)
@@ -470,5 +475,23 @@ func TestSecretsKeyRecord(t *testing.T) {
 	}
 	if err := n.RecordSecretsKeyID("bbbbbbbbbbbbbbbb"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "every node of a cluster needs the same key file") {
 		t.Fatalf("another key: %v", err)
+	}
+}
+
+// An empty durability is cluster on an S3 tier 2 and local otherwise; a
+// set one is kept.
+func TestEffectiveDurability(t *testing.T) {
+	for _, tc := range []struct{ set, backend, want string }{
+		{"", "s3", DurabilityCluster},
+		{"", "fs", DurabilityLocal},
+		{"", "hdfs", DurabilityLocal},
+		{DurabilityLocal, "s3", DurabilityLocal},
+		{DurabilityCluster, "fs", DurabilityCluster},
+	} {
+		c := DefaultConfig()
+		c.Durability = tc.set
+		if got := c.EffectiveDurability(tc.backend); got != tc.want {
+			t.Errorf("durability %q on %s: %s, want %s", tc.set, tc.backend, got, tc.want)
+		}
 	}
 }

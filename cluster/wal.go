@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -245,3 +246,62 @@ func (s WALObjects) List(ctx context.Context, prefix string) ([]string, error) {
 func (s WALObjects) Delete(ctx context.Context, key string) error { return s.B.Delete(ctx, key) }
 
 var _ objwal.Store = WALObjects{}
+
+// WALLog is a node's write-ahead log as the fence records it.
+type WALLog struct {
+	Node string
+	// Empty is set when its checkpoint starts where the log ends: there
+	// is nothing to replay (a log adopted and emptied by another node, or
+	// one closed cleanly and then tiered).
+	Empty bool
+}
+
+// WALLogs lists the write-ahead logs recorded under the prefix.
+func (n *Node) WALLogs(ctx context.Context) ([]WALLog, error) {
+	p := n.cfg.Etcd.Prefix + "wal/"
+	resp, err := n.cli.Get(ctx, p, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("%w: list write-ahead logs: %w", catalog.ErrUnavailable, err)
+	}
+	type rec struct {
+		end, from uint64
+		hasEnd    bool
+		inline    bool
+	}
+	logs := map[string]*rec{}
+	var order []string
+	for _, kv := range resp.Kvs {
+		node, field, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), p), "/")
+		if !ok {
+			continue
+		}
+		r := logs[node]
+		if r == nil {
+			r = &rec{}
+			logs[node] = r
+			order = append(order, node)
+		}
+		switch field {
+		case "end":
+			r.end, err = strconv.ParseUint(string(kv.Value), 10, 64)
+			r.hasEnd = err == nil
+		case "checkpoint":
+			// An inline checkpoint is core's record: only its start
+			// matters here.
+			if len(kv.Value) > 0 && kv.Value[0] == 0 {
+				var cp struct {
+					From uint64 `json:"from"`
+				}
+				if json.Unmarshal(kv.Value[1:], &cp) == nil {
+					r.from, r.inline = cp.From, true
+				}
+			}
+		}
+	}
+	out := make([]WALLog, 0, len(order))
+	for _, node := range order {
+		r := logs[node]
+		out = append(out, WALLog{Node: node, Empty: !r.hasEnd || r.end == 0 || (r.inline && r.from == r.end)})
+	}
+	return out, nil
+}

@@ -129,10 +129,16 @@ func (s *Store) openSlot(st *stream, i int) error {
 		return fmt.Errorf("%w: stream %q in tenant %q", ErrNotFound, st.rec.Name, st.rec.Tenant)
 	}
 	ref := st.ref(i)
+	dir := filepath.Join(s.streamDir(st.rec), ref.Segment)
+	base, err := s.segmentBase(ref, dir)
+	if err != nil {
+		return err
+	}
 	l, err := segment.Open(s.wal.segmentOptions(segment.Options{
+		Base:            base,
 		OnCommit:        func() { st.version.Add(1); s.activity.Mark(ref) },
 		FS:              s.fs,
-		Dir:             filepath.Join(s.streamDir(st.rec), ref.Segment),
+		Dir:             dir,
 		FileBytes:       s.cfg.SegmentFileBytes,
 		MaxRecordBytes:  s.cfg.Limits.MaxBatchBytes + 64<<10,
 		WriterRetention: writerRetention,
@@ -312,7 +318,7 @@ func (s *Store) learn(st *stream, i int) (segment.State, error) {
 		sl.mu.Unlock()
 		return segment.State{}, fmt.Errorf("list %s: %w", s.streamDir(st.rec), err)
 	}
-	if !slices.Contains(segDirs, st.rec.Segments[i].ID) {
+	if !slices.Contains(segDirs, st.rec.Segments[i].ID) && s.sharedWAL == nil {
 		sl.known = true
 		state := sl.state
 		sl.mu.Unlock()

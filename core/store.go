@@ -116,6 +116,8 @@ type Store struct {
 	progress *Progress
 	// openWALBackend is Options.WAL.
 	openWALBackend func(maxFrameBytes int, log *zap.Logger) (wal.Backend, error)
+	// sharedWAL is Options.Shared.
+	sharedWAL *SharedWAL
 	// countDone is closed once the streams are counted after start.
 	countDone chan struct{}
 
@@ -203,6 +205,10 @@ type Options struct {
 	// (core/wal/objwal), which core does not open itself: it imports
 	// neither S3 nor etcd.
 	WAL func(maxFrameBytes int, log *zap.Logger) (wal.Backend, error)
+	// Shared, with WAL, says that WAL's backend is on shared storage and
+	// is the durable copy of every event not yet in tier 2 (cluster
+	// durability; see SharedWAL).
+	Shared *SharedWAL
 }
 
 // OpenWith is Open with options.
@@ -230,7 +236,11 @@ func openFS(cfg Config, log *zap.Logger, o Options) (*Store, error) {
 		return nil, err
 	}
 	p.set(PhaseWAL)
-	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity(), setRecord: cat.Set, progress: p, openWALBackend: o.WAL}
+	s := &Store{cfg: cfg, log: log, fs: fs, cat: cat, activity: newActivity(), setRecord: cat.Set, progress: p, openWALBackend: o.WAL, sharedWAL: o.Shared}
+	if o.Shared != nil && o.WAL == nil {
+		cat.Close()
+		return nil, errors.New("core: a shared write-ahead log needs its backend (Options.WAL)")
+	}
 	s.mu.tenants = map[string]*tenantState{}
 	s.lazy.open = map[*segSlot]*stream{}
 	s.lazy.gone = make(chan struct{})
@@ -549,6 +559,12 @@ func (s *Store) DeleteStream(ctx context.Context, tenant, name string) error {
 		sl.mu.Unlock()
 	}
 	s.wakeWaiters()
+	if s.wal.shared != nil {
+		// The log need not keep what tier 2 will never take.
+		for i := range st.segs {
+			s.wal.shared.forget(st.ref(i))
+		}
+	}
 	if err := s.dirOp(removeDescriptors, func() error { return s.fs.RemoveAll(s.streamDir(st.rec)) }); err != nil {
 		s.log.Warn("could not remove deleted stream's logs; retried at next start", zap.String("stream", tenant+"/"+name), zap.Error(err))
 		return nil

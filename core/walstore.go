@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,10 @@ type walState struct {
 	done chan struct{}
 	// replayedFrames is how many frames the last open replayed.
 	replayedFrames int
+	// shared is set when the log is on shared storage (SharedWAL), and
+	// tieredEnd is SharedWAL.TieredEnd.
+	shared    *sharedState
+	tieredEnd func(SegmentRef) (uint64, error)
 	// fresh is set when the WAL had no checkpoint: a first start, or a
 	// data directory from a release without a WAL, whose segments the
 	// WAL cannot tell apart (any may hold untiered events).
@@ -125,6 +130,12 @@ func (s *Store) openWAL() error {
 	maxFrame := 2 * (s.cfg.Limits.MaxBatchBytes + 64<<10) * 64
 	var be wal.Backend
 	var err error
+	if s.sharedWAL != nil {
+		w.shared, w.tieredEnd = newSharedState(), s.sharedWAL.TieredEnd
+		if err := s.wipeLogs(); err != nil {
+			return err
+		}
+	}
 	if s.openWALBackend != nil {
 		be, err = s.openWALBackend(maxFrame, w.zl)
 	} else {
@@ -148,6 +159,15 @@ func (s *Store) openWAL() error {
 	}
 	frames := map[string][]wal.SegmentFrame{}
 	var order []string
+	add := func(f wal.SegmentFrame) {
+		if _, ok := frames[f.Name]; !ok {
+			order = append(order, f.Name)
+		}
+		frames[f.Name] = append(frames[f.Name], f)
+	}
+	// ownMarks is, per segment, its first frame in this node's log since
+	// the checkpoint: with a shared log, what the log must keep for it.
+	ownMarks := map[string]tierMark{}
 	rec, err := be.Recover(cp.From, func(pos uint64, body []byte) error {
 		s.progress.frame()
 		f, err := wal.DecodeSegment(body)
@@ -155,15 +175,28 @@ func (s *Store) openWAL() error {
 			return fmt.Errorf("wal frame at %d: %w", pos, err)
 		}
 		f.Records = append([]byte(nil), f.Records...)
-		if _, ok := frames[f.Name]; !ok {
-			order = append(order, f.Name)
+		if _, ok := ownMarks[f.Name]; !ok {
+			ownMarks[f.Name] = tierMark{pos: pos, first: f.First}
 		}
-		frames[f.Name] = append(frames[f.Name], f)
+		add(f)
 		return nil
 	})
 	if err != nil {
 		be.Close()
 		return fmt.Errorf("recover write-ahead log: %w", err)
+	}
+	var adopted []AdoptedLog
+	var copies []wal.SegmentFrame
+	var adoptedEnds []uint64
+	if w.shared != nil && s.sharedWAL.Adopt != nil {
+		if adopted, err = s.sharedWAL.Adopt(maxFrame, w.zl); err == nil {
+			copies, adoptedEnds, err = readAdopted(adopted, w.zl, add)
+		}
+		if err != nil {
+			be.Close()
+			return err
+		}
+		sortFrames(frames)
 	}
 	streams := map[string]*streamRecord{}
 	for _, ref := range cp.Untiered {
@@ -188,7 +221,12 @@ func (s *Store) openWAL() error {
 		if !ok {
 			continue // its stream was deleted after the append
 		}
-		if err := s.replaySegment(w.files, r, ref.Segment, frames[name]); err != nil {
+		if m, ok := ownMarks[name]; ok && w.shared != nil {
+			fs := frames[name]
+			last := fs[len(fs)-1]
+			w.shared.logged(ref, m.pos, m.first, last.First+countRecordEvents(last.Records))
+		}
+		if err := s.replaySegment(w.files, r, ref.Segment, frames[name], w.shared != nil); err != nil {
 			be.Close()
 			return fmt.Errorf("replay write-ahead log into %s: %w", name, err)
 		}
@@ -197,17 +235,45 @@ func (s *Store) openWAL() error {
 	}
 	w.replayedFrames = rec.Frames
 	w.fresh = data == nil
-	w.log = wal.Open(wal.Options{Backend: be, Log: w.zl}, rec.End)
+	wopts := wal.Options{Backend: be, Log: w.zl}
+	if s.sharedWAL != nil {
+		wopts.Linger, wopts.LingerBytes = s.sharedWAL.FlushInterval, s.sharedWAL.FlushBytes
+	}
+	w.log = wal.Open(wopts, rec.End)
 	w.mu.since = rec.Start
 	if rec.Frames > 0 || rec.TornBytes > 0 {
 		w.zl.Info("replayed the write-ahead log", zap.Uint64("from", rec.Start), zap.Uint64("to", rec.End),
 			zap.Int("frames", rec.Frames), zap.Int("segments", replayed), zap.Int64("torn_bytes", rec.TornBytes))
 	}
+	if len(copies) > 0 {
+		// Each segment's frames in offset order, whichever log they came
+		// from, so that its first copy is its oldest.
+		sort.SliceStable(copies, func(i, j int) bool {
+			if copies[i].Name != copies[j].Name {
+				return copies[i].Name < copies[j].Name
+			}
+			return copies[i].First < copies[j].First
+		})
+		err := w.copyFrames(copies, func(name string) (SegmentRef, bool) {
+			ref, _, ok, err := s.walSegment(name, streams)
+			return ref, ok && err == nil
+		})
+		if err != nil {
+			w.log.Close()
+			return err
+		}
+	}
 	// The replayed segments are synced: a checkpoint at the end lets the
-	// log drop what was replayed.
-	if err := w.checkpoint(rec.End); err != nil {
+	// log drop what was replayed (with a shared log, what tier 2 holds).
+	if err := w.checkpoint(w.log.End()); err != nil {
 		w.log.Close()
 		return err
+	}
+	for i, a := range adopted {
+		// Its frames are in this node's log now, under its checkpoint.
+		if err := emptyAdopted(a, adoptedEnds[i]); err != nil {
+			w.zl.Warn("could not empty an adopted write-ahead log; it is adopted again at the next start", zap.String("log", a.Name), zap.Error(err))
+		}
 	}
 	for ref := range w.mu.untiered {
 		s.activity.Mark(ref)
@@ -261,9 +327,18 @@ func (s *Store) walSegment(name string, cache map[string]*streamRecord) (Segment
 
 // replaySegment brings one segment's files up to its frames and syncs
 // them.
-func (s *Store) replaySegment(files *segment.FileCache, r streamRecord, seg string, frames []wal.SegmentFrame) error {
+//
+// With a shared log the segment's local files were removed at start: it
+// is rebuilt from its first frame on, the events before that being in tier
+// 2 (the log keeps every frame tier 2 lacks).
+func (s *Store) replaySegment(files *segment.FileCache, r streamRecord, seg string, frames []wal.SegmentFrame, shared bool) error {
+	var base uint64
+	if shared && len(frames) > 0 {
+		base = frames[0].First
+	}
 	l, err := segment.Open(segment.Options{
-		FS: s.fs, Files: files, Dir: filepath.Join(s.streamDir(r), seg),
+		Base: base,
+		FS:   s.fs, Files: files, Dir: filepath.Join(s.streamDir(r), seg),
 		FileBytes: s.cfg.SegmentFileBytes, MaxRecordBytes: s.cfg.Limits.MaxBatchBytes + 64<<10,
 		WriterRetention: writerRetention, Log: s.log.With(zap.String("tenant", r.Tenant), zap.String("stream", r.Name), zap.String("segment", seg)),
 	})
@@ -284,6 +359,9 @@ func (w *walState) segmentOptions(o segment.Options, r streamRecord, seg string,
 	o.Name = walName(r, seg)
 	o.OnWrite = w.onWrite
 	o.DeferDirSync = w.deferDirs
+	if w.shared != nil {
+		o.OnLogged = func(pos, first, next uint64) { w.shared.logged(ref, pos, first, next) }
+	}
 	commit := o.OnCommit
 	o.OnCommit = func() {
 		w.mu.Lock()
@@ -362,6 +440,9 @@ func (w *walState) run() {
 func (w *walState) checkpoint(target uint64) error {
 	w.ckMu.Lock()
 	defer w.ckMu.Unlock()
+	if w.shared != nil {
+		w.shared.refresh(w.tieredEnd)
+	}
 	applied := w.log.Applied()
 	target = min(target, applied)
 	w.mu.Lock()
@@ -397,6 +478,11 @@ func (w *walState) checkpoint(target uint64) error {
 	from := applied
 	for _, pos := range w.mu.dirty {
 		from = min(from, pos)
+	}
+	if w.shared != nil {
+		// The log is the only copy of what tier 2 lacks: another node
+		// rebuilds those segments from it.
+		from = w.shared.oldest(from)
 	}
 	cp := checkpointRecord{Version: 1, From: from, Untiered: make([]SegmentRef, 0, len(w.mu.untiered))}
 	for ref := range w.mu.untiered {
@@ -456,6 +542,9 @@ func (w *walState) untiered(ref SegmentRef) {
 // segment leaves the untiered set and its files are synced now, so that
 // the WAL need not keep its frames until the next checkpoint.
 func (w *walState) tiered(ref SegmentRef, l *segment.Log, offset uint64) error {
+	if w.shared != nil {
+		w.shared.tiered(ref, offset)
+	}
 	if offset < l.State().Next {
 		return nil
 	}

@@ -50,13 +50,14 @@ func main() {
 	samples := flag.Int("samples", 500, "floor samples of each floor, and appends of the 1-producer case, over all rounds")
 	perProducer := flag.Int("per-producer", 50, "appends of each of the 64 producers, over all rounds")
 	rounds := flag.Int("rounds", 5, "rounds: the cases and their floors take turns in each")
+	serve := flag.Bool("serve", true, "also measure appends through a silt serve child with durability cluster (builds ./cmd/silt: run from the repository root)")
 	flag.Parse()
 	os.RemoveAll(*dir)
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		fatal(err)
 	}
 	defer os.RemoveAll(*dir)
-	if err := run(*dir, *body, *samples, *perProducer, max(*rounds, 1)); err != nil {
+	if err := run(*dir, *body, *samples, *perProducer, max(*rounds, 1), *serve); err != nil {
 		fatal(err)
 	}
 }
@@ -71,14 +72,16 @@ type servers struct {
 	cli   *clientv3.Client
 }
 
-func run(dir string, body, samples, perProducer, rounds int) error {
+func run(dir string, body, samples, perProducer, rounds int, serve bool) error {
 	moto, err := mototest.StartProcess(dir)
 	if err != nil {
 		return err
 	}
 	defer moto.Stop()
-	if err := moto.CreateBucket("wal"); err != nil {
-		return err
+	for _, b := range []string{"wal", "tier2"} {
+		if err := moto.CreateBucket(b); err != nil {
+			return err
+		}
 	}
 	endpoint, stopEtcd, err := startEtcd(dir)
 	if err != nil {
@@ -164,6 +167,63 @@ func run(dir string, body, samples, perProducer, rounds int) error {
 	row("objects, 64 producers", meanObj, r64, fl64, true)
 	fmt.Printf("\n%d rounds, each: %d floor writes, %d appends of 1 producer, 64 × %d appends, %d floor writes at the mean object size so far.\n",
 		rounds, samples/rounds, samples/rounds, perProducer/rounds, samples/rounds)
+	if !serve {
+		return nil
+	}
+
+	// silt serve with durability cluster, through its HTTP API.
+	sp, err := startSilt(dir, endpoint, moto.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer sp.stop()
+	if _, err := sp.appends(body, 1, 20); err != nil { // warm up
+		return err
+	}
+	var sf1, s1, sf64, s64 result
+	var flushes, flushBytes float64
+	for range rounds {
+		f, err := floor(sv, objBytes, samples/rounds)
+		if err != nil {
+			return err
+		}
+		sf1.add(f)
+		r, err := sp.appends(body, 1, samples/rounds)
+		if err != nil {
+			return err
+		}
+		s1.add(r)
+		n0, b0, err := sp.flushes()
+		if err != nil {
+			return err
+		}
+		r, err = sp.appends(body, 64, perProducer/rounds)
+		if err != nil {
+			return err
+		}
+		s64.add(r)
+		n1, b1, err := sp.flushes()
+		if err != nil {
+			return err
+		}
+		flushes, flushBytes = flushes+n1-n0, flushBytes+b1-b0
+		f, err = floor(sv, int(flushBytes/max(flushes, 1)), samples/rounds)
+		if err != nil {
+			return err
+		}
+		sf64.add(f)
+	}
+	serveObj := flushBytes / max(flushes, 1)
+	fmt.Printf("\nsilt serve, durability cluster (HTTP appends of one %d-byte event; tier 2 on the same moto):\n\n", body)
+	fmt.Println("| case | object bytes | p50 | p99 | bytes/s | p50 ÷ floor p50 | p99 ÷ floor p99 | bytes/s ÷ floor |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
+	sf1.name, s1.name, sf64.name, s64.name = "floor", "serve1", "floor", "serve64"
+	row("floor: PUT + etcd txn", float64(objBytes), sf1, sf1, false)
+	row("silt serve, 1 producer", float64(objBytes), s1, sf1, true)
+	row("floor at the 64-producer mean object size", serveObj, sf64, sf64, false)
+	row("silt serve, 64 producers", serveObj, s64, sf64, true)
+	fmt.Printf("\n64 producers: %.0f flushes (PUTs), %.1f appends a flush; bytes/s counts event bytes (the floor: object bytes).\n",
+		flushes, float64(len(s64.lat))/max(flushes, 1))
 	return nil
 }
 

@@ -24,27 +24,31 @@ import (
 // takes the attached one instead of pebble's. Without endpoints it only
 // checks that the data directory is a single node's. node is nil then;
 // leave is always to be called, after the store is closed.
-func joinCluster(cfg serveConfig, log *zap.Logger) (node *cluster.Node, leave func(), err error) {
+func joinCluster(ctx context.Context, cfg serveConfig, log *zap.Logger) (node *cluster.Node, cat *catalog.Catalog, leave func(), err error) {
 	if !cfg.Cluster.Enabled() {
-		return nil, func() {}, cluster.CheckSingleNode(cfg.Core.Dir)
+		return nil, nil, func() {}, cluster.CheckSingleNode(cfg.Core.Dir)
 	}
 	keyID, err := secretsKeyID(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	node, err = cluster.Start(cfg.Cluster, cfg.Core.Dir, log.Named("cluster"), cluster.WithSecretsKeyID(keyID))
+	opts := []cluster.Option{cluster.WithSecretsKeyID(keyID)}
+	if cfg.Cluster.Standby {
+		opts = append(opts, cluster.WaitForLock(ctx))
+	}
+	node, err = cluster.Start(cfg.Cluster, cfg.Core.Dir, log.Named("cluster"), opts...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	cat, err := node.OpenCatalog()
+	cat, err = node.OpenCatalog()
 	if err != nil {
 		node.Close()
-		return nil, nil, fmt.Errorf("cluster catalog: %w", err)
+		return nil, nil, nil, fmt.Errorf("cluster catalog: %w", err)
 	}
 	detach := catalog.Attach(filepath.Join(cfg.Core.Dir, "catalog"), cat)
 	log.Info("metadata on etcd", zap.Strings("endpoints", cfg.Cluster.Etcd.Endpoints),
 		zap.String("prefix", cfg.Cluster.Etcd.Prefix), zap.String("cluster_id", node.ClusterID()))
-	return node, func() {
+	return node, cat, func() {
 		detach()
 		cat.Close()
 		node.Close()

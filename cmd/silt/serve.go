@@ -102,6 +102,9 @@ func (c serveConfig) Validate() error {
 	if c.Run.GCPercent < 0 {
 		return fmt.Errorf("runtime.gc_percent must not be negative (0 leaves the GC to GOGC)")
 	}
+	if c.Cluster.Enabled() && c.Cluster.Durability == cluster.DurabilityCluster && c.Tier.Backend != "s3" {
+		return fmt.Errorf("cluster.durability cluster needs tiering.backend s3 (the write-ahead objects go to its bucket), not %q: set tiering.backend s3, or cluster.durability local", c.Tier.Backend)
+	}
 	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
 }
 
@@ -126,14 +129,30 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	if err := tiering.CheckStartSpace(cfg.Tier, cfg.Core.Dir); err != nil {
 		return err
 	}
-	node, leave, err := joinCluster(cfg, log)
+	var stopAnswering func()
+	if cfg.Cluster.Enabled() && cfg.Cluster.Standby {
+		tlsCfg, err := serverTLS(cfg.TLS)
+		if err != nil {
+			return err
+		}
+		st.api, stopAnswering = answerWhileStandby(st.api, tlsCfg, log)
+	}
+	node, cat, leave, err := joinCluster(ctx, cfg, log)
+	if stopAnswering != nil {
+		stopAnswering()
+	}
 	if err != nil {
 		return err
 	}
 	defer leave()
+	storeOpts, fenced, err := clusterWAL(cfg, node, cat, log)
+	if err != nil {
+		return err
+	}
 	var progress core.Progress
+	storeOpts.Progress = &progress
 	stopWatch := watchStart(log, cfg.Core.Dir, progress.Phase, startWatchAfter, startWatchEvery)
-	store, err := core.OpenWithProgress(cfg.Core, log.Named("core"), &progress)
+	store, err := core.OpenWith(cfg.Core, log.Named("core"), storeOpts)
 	stopWatch()
 	if err != nil {
 		return err
@@ -267,6 +286,13 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 			case <-node.Lost():
 				log.Error("stopping", zap.Error(node.Err()))
 				cancel()
+			case <-fenced:
+				// Another node took this node's write-ahead log over
+				// (this one was cut off past its lease): nothing this
+				// node writes can be acknowledged any more.
+				log.Error("stopping: this node's write-ahead log was taken over by another node (fenced); it acknowledges no append any more and steps down")
+				time.Sleep(stepDownAfter)
+				cancel()
 			case <-ctx.Done():
 			}
 		}()
@@ -276,6 +302,11 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	err = errors.Join(err, <-errs, <-errs, <-errs)
 	if node != nil {
 		err = errors.Join(err, node.Err())
+	}
+	select {
+	case <-fenced:
+		err = errors.Join(err, errors.New("stopped: the write-ahead log was taken over by another node"))
+	default:
 	}
 	log.Info("silt stopped")
 	return err

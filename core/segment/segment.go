@@ -90,6 +90,15 @@ type Options struct {
 	// own; files made by truncation are synced as before, since no WAL
 	// record recreates them.
 	DeferDirSync func(dirs []string)
+	// OnLogged, with a WAL, is called once a group's frame is durable in
+	// the WAL, before its records go to the file, with the frame's
+	// position and the group's offsets [first, next): a log on shared
+	// storage is kept from that position until tier 2 holds the offsets.
+	OnLogged func(walPos, first, next uint64)
+	// Base is the offset the first file starts at when the directory
+	// holds none: a node rebuilding a segment whose earlier events are
+	// in tier 2 only (cluster durability) continues its offsets.
+	Base uint64
 }
 
 // Batch is one append.
@@ -301,7 +310,7 @@ func (l *Log) recoverLocked() error {
 	if err := l.dirOp(l.loadWriters); err != nil {
 		return err
 	}
-	next := uint64(0)
+	next := l.opts.Base
 	if len(firsts) > 0 {
 		next = firsts[0]
 	}

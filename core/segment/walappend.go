@@ -73,6 +73,14 @@ func (w walGroup) Seal() [][]byte {
 	return append(body, g.recs...)
 }
 
+// PendingBytes implements wal.Sizer: the bytes of the group's records so
+// far (it takes batches until sealed).
+func (w walGroup) PendingBytes() int64 {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	return w.g.size
+}
+
 // Done implements wal.Writer: once the group's frame is durable its
 // records go into the segment's file (unsynced: the WAL holds them) and
 // the batches are acknowledged.
@@ -104,6 +112,9 @@ func (w walGroup) Done(pos uint64, err error) {
 	}
 	cur := l.mu.files[len(l.mu.files)-1]
 	l.mu.Unlock()
+	if l.opts.OnLogged != nil {
+		l.opts.OnLogged(pos, g.first, g.next)
+	}
 
 	if err := l.writeGroup(cur, g, pos); err != nil {
 		// Durable in the WAL, missing from the file: the file must get

@@ -64,6 +64,20 @@ type Options struct {
 	Log     *zap.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Linger is how long a leader waits before it takes a round, so
+	// that more appends join it: with a backend that costs a request per
+	// write (objects), fewer and larger writes. 0: none, the round takes
+	// what queued while the last one was written.
+	Linger time.Duration
+	// LingerBytes ends the wait early once the queued writers that can
+	// tell (Sizer) hold this many bytes; 0: the wait is Linger.
+	LingerBytes int64
+}
+
+// Sizer is a Writer that can tell how many bytes it holds so far, so that
+// a lingering leader can stop waiting once a round is large enough.
+type Sizer interface {
+	PendingBytes() int64
 }
 
 // Log is the write-ahead log. It is safe for concurrent use.
@@ -197,6 +211,9 @@ func (l *Log) Lead() {
 	var bufs [][]byte
 	var bodies [][][]byte
 	for {
+		if l.opts.Linger > 0 {
+			l.linger()
+		}
 		l.mu.Lock()
 		ws := l.mu.queue
 		if len(ws) == 0 && !l.mu.closed {
@@ -271,6 +288,40 @@ func (l *Log) Lead() {
 		l.mu.end = p
 		l.mu.Unlock()
 		l.rounds <- round{ws: ws, at: at, end: p}
+	}
+}
+
+// lingerStep is how often a lingering leader looks at the queued bytes.
+const lingerStep = time.Millisecond
+
+// linger waits Linger before a round, or less once the queue holds
+// LingerBytes; not at all with nothing queued (the leader then stops) or
+// once the log is closed.
+func (l *Log) linger() {
+	deadline := time.Now().Add(l.opts.Linger)
+	for {
+		l.mu.Lock()
+		ws := append([]Writer(nil), l.mu.queue...)
+		closed := l.mu.closed
+		l.mu.Unlock()
+		if len(ws) == 0 || closed {
+			return
+		}
+		if l.opts.LingerBytes <= 0 {
+			time.Sleep(time.Until(deadline))
+			return
+		}
+		var n int64
+		for _, w := range ws {
+			if s, ok := w.(Sizer); ok {
+				n += s.PendingBytes()
+			}
+		}
+		left := time.Until(deadline)
+		if n >= l.opts.LingerBytes || left <= 0 {
+			return
+		}
+		time.Sleep(min(lingerStep, left))
 	}
 }
 

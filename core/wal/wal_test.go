@@ -546,3 +546,43 @@ func TestLeaderHandOff(t *testing.T) {
 		t.Fatalf("log ends at %d; %d writers of one byte end at %d", got, goroutines*each, want)
 	}
 }
+
+// sizedWriter is a recWriter that tells its size (Sizer).
+type sizedWriter struct {
+	*recWriter
+	size int64
+}
+
+func (w sizedWriter) PendingBytes() int64 { return w.size }
+
+// With a linger and a byte bound, the leader waits for more writers until
+// the queue holds the bound, and then writes them all in one round: the
+// round cannot go before the second writer arrives (the first holds less
+// than the bound, and the linger is an hour).
+func TestLingerUntilBytes(t *testing.T) {
+	be := &gateBackend{Backend: memBackend{}}
+	l := Open(Options{Backend: be, Linger: time.Hour, LingerBytes: 100}, 0)
+	defer l.Close()
+	w1 := sizedWriter{newRecWriter([]byte("one")), 60}
+	w2 := sizedWriter{newRecWriter([]byte("two")), 60}
+	lead, err := l.Enqueue(w1)
+	if err != nil || !lead {
+		t.Fatalf("first writer: lead %v, %v", lead, err)
+	}
+	led := make(chan struct{})
+	go func() { l.Lead(); close(led) }()
+	if lead, err := l.Enqueue(w2); err != nil || lead {
+		t.Fatalf("second writer: lead %v, %v", lead, err)
+	}
+	select {
+	case <-w2.done:
+	case <-time.After(30 * time.Second): // a hang stop: the bound never ended the wait
+		t.Fatal("the round was not written once the queue held the byte bound")
+	}
+	<-led
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if len(be.writes) != 1 || be.writes[0] != 2 {
+		t.Fatalf("writes (frames each): %v, want one write of both frames", be.writes)
+	}
+}

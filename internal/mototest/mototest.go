@@ -115,11 +115,30 @@ func StartProcess(dir string) (*Server, error) {
 	return s, nil
 }
 
+// Pause stops the server's processes with SIGSTOP, as a hung object
+// store: requests are taken by the kernel and never answered. Resume
+// undoes it; Stop resumes first.
+func (s *Server) Pause() error {
+	if s.cmd == nil {
+		return errors.New("mototest: pause of a stopped server")
+	}
+	return syscall.Kill(-s.cmd.Process.Pid, syscall.SIGSTOP)
+}
+
+// Resume continues a paused server.
+func (s *Server) Resume() error {
+	if s.cmd == nil {
+		return errors.New("mototest: resume of a stopped server")
+	}
+	return syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT)
+}
+
 // Stop stops the server and waits for it.
 func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
+	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT)
 	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
 	s.cmd.Wait()
 	s.cmd = nil
