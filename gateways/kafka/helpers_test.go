@@ -1,0 +1,155 @@
+package kafka
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/core"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// env is the Kafka head over a real core.Store and acl.Store in a
+// temporary directory, serving on a loopback port, with a root principal
+// holding admin on "*" and the tenant "acme".
+type env struct {
+	t     testing.TB
+	store *core.Store
+	acl   *acl.Store
+	srv   *Server
+	addr  string
+	root  string // root's token
+}
+
+type envOptions struct {
+	kafka func(*Config)
+	auth  func(*Auth)
+}
+
+func newEnv(t testing.TB, opts ...envOptions) *env {
+	t.Helper()
+	var o envOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	ccfg := core.DefaultConfig()
+	ccfg.Dir = t.TempDir()
+	ccfg.SegmentFileBytes = 1 << 20
+	store, err := core.Open(ccfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	as, err := acl.Open(store.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, store: store, acl: as}
+	e.root = e.user("root", "admin:*")
+	if _, err := store.CreateTenant(context.Background(), "acme", nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	if o.kafka != nil {
+		o.kafka(&cfg)
+	}
+	auth := Auth{Authn: as.Authenticate, Authz: as}
+	if o.auth != nil {
+		o.auth(&auth)
+	}
+	e.srv, err = New(cfg, store, auth, zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addr = ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.srv.Serve(ctx, ln, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return e
+}
+
+// user creates a principal with grants ("read:acme/clicks") and returns
+// a token of it.
+func (e *env) user(name string, grants ...string) string {
+	e.t.Helper()
+	if _, err := e.acl.CreatePrincipal(name); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, g := range grants {
+		action, res, _ := strings.Cut(g, ":")
+		if _, err := e.acl.AddGrant(name, acl.Action(action), res); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	secret, _, err := e.acl.IssueToken(name, "test", 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return secret
+}
+
+// stream creates a framed stream with n segments.
+func (e *env) stream(name string, segments int) core.Stream {
+	e.t.Helper()
+	st, err := e.store.CreateStream(context.Background(), "acme", name, core.StreamConfig{Encoding: core.EncodingFramed, Segments: segments})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+// client is a franz-go client authenticated as user with SASL PLAIN.
+func (e *env) client(user, token string, opts ...kgo.Opt) *kgo.Client {
+	e.t.Helper()
+	all := append([]kgo.Opt{kgo.SeedBrokers(e.addr), kgo.SASL(plain.Auth{User: user, Pass: token}.AsMechanism())}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(cl.Close)
+	return cl
+}
+
+// events reads every event of one segment natively.
+func (e *env) events(stream string, segment int) [][]byte {
+	e.t.Helper()
+	st, err := e.store.GetStream(context.Background(), "acme", stream)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out [][]byte
+	from := uint64(0)
+	for {
+		res, err := e.store.Read(context.Background(), core.ReadRequest{Tenant: "acme", Stream: stream, Segment: st.Segments[segment].ID, From: from})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, ev := range res.Events {
+			out = append(out, ev.Data)
+		}
+		if len(res.Events) == 0 {
+			return out
+		}
+		from = res.Next
+	}
+}
