@@ -33,7 +33,7 @@ func startServer(bin, dir string, extra ...string) (*server, error) {
 		return nil, err
 	}
 	args := append([]string{"serve", "--core.dir", dir, "--api.listen", api, "--s3.listen", "127.0.0.1:0",
-		"--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn"}, extra...)
+		"--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--kafka.listen", "127.0.0.1:0", "--log.level", "warn"}, extra...)
 	s := &server{api: api, dir: dir, cmd: exec.Command(bin, args...), exited: make(chan struct{}), log: &tailBuffer{max: 4 << 10}}
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {

@@ -60,7 +60,7 @@ func (s *server) start() (time.Duration, error) {
 		return 0, fmt.Errorf("not starting silt serve: %w", err)
 	}
 	args := append([]string{"serve", "--core.dir", s.dir, "--api.listen", s.api, "--s3.listen", "127.0.0.1:0",
-		"--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn"}, s.extra...)
+		"--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--kafka.listen", "127.0.0.1:0", "--log.level", "warn"}, s.extra...)
 	var cmd *exec.Cmd
 	if s.nofile > 0 {
 		// The shell execs silt, so the child's pid is silt's.

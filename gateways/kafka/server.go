@@ -82,7 +82,7 @@ type Server struct {
 	log     *zap.Logger
 	budget  *budget
 	seqs    *sequences
-	tiering Tiering       // nil: tier 1 only
+	tiering Tiering        // nil: tier 1 only
 	met     *smetrics.Head // nil: no request series
 }
 
