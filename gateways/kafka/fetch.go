@@ -97,7 +97,9 @@ func (c *conn) fetchOnce(ctx context.Context, resp *kmsg.FetchResponse, parts []
 			fp := parts[k]
 			k++
 			rp := &resp.Topics[ti].Partitions[pi]
-			rp.RecordBatches = nil
+			// Empty, not null: clients read a null record set as a
+			// protocol error.
+			rp.RecordBatches = []byte{}
 			rp.PreferredReadReplica = -1
 			if fp.err != nil {
 				rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = errorCode(fp.err), -1, -1, -1

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,8 +29,35 @@ func handleSaslHandshake(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Re
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 	default:
 		c.mechanism = req.Mechanism
+		// Version 0 predates SaslAuthenticate: the client sends the
+		// mechanism's bytes in a bare frame next (librdkafka does
+		// when told v0 is the highest).
+		c.rawSASL = req.Version == 0
 	}
 	return resp, nil
+}
+
+// rawAuthenticate reads the bare PLAIN frame that follows a SaslHandshake
+// v0 and answers an empty frame on success; on failure the connection
+// closes, which is how Kafka tells a v0 client.
+func (c *conn) rawAuthenticate(r io.Reader, size int32) bool {
+	c.rawSASL = false
+	if size > 4096 {
+		c.log.Warn("kafka connection closed: SASL PLAIN message over 4 KiB", zap.Int32("size", size))
+		return false
+	}
+	msg := make([]byte, size)
+	if _, err := io.ReadFull(r, msg); err != nil {
+		return false
+	}
+	if user, err := c.plain(msg); err != nil {
+		c.log.Info("kafka SASL PLAIN authentication failed; closing the connection", zap.String("user", user), zap.Error(err))
+		return false
+	}
+	c.authed = true
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.ReadTimeout))
+	_, err := c.nc.Write([]byte{0, 0, 0, 0})
+	return err == nil
 }
 
 func handleSaslAuthenticate(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {

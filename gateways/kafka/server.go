@@ -189,7 +189,10 @@ type conn struct {
 	// mechanism is the SASL mechanism agreed by SaslHandshake; empty
 	// until then.
 	mechanism string
-	clientID  string
+	// rawSASL: a SaslHandshake v0 was answered, so the next frame is
+	// the bare PLAIN message, not a SaslAuthenticate request.
+	rawSASL  bool
+	clientID string
 }
 
 // maxSmallRequest bounds requests other than Produce: only Produce
@@ -226,6 +229,12 @@ func (c *conn) serve(ctx context.Context) {
 			c.log.Warn("kafka connection closed: request size out of bounds (kafka.max_request_bytes)",
 				zap.Int32("size", size), zap.Int("max_request_bytes", c.s.cfg.MaxRequestBytes))
 			return
+		}
+		if c.rawSASL {
+			if !c.rawAuthenticate(br, size) {
+				return
+			}
+			continue
 		}
 		if _, err := io.ReadFull(br, head[4:6]); err != nil {
 			c.log.Debug("kafka connection closed in a request", zap.Error(err))

@@ -129,7 +129,10 @@ func topicMetadata(name string, st core.Stream, err error) kmsg.MetadataResponse
 		t.ErrorCode = errorCode(err)
 		return t
 	}
-	for i := range st.Segments {
+	// Listings describe streams without their live segment state; the
+	// count is in the config.
+	n := max(len(st.Segments), st.Config.Segments)
+	for i := range n {
 		p := kmsg.NewMetadataResponseTopicPartition()
 		p.Partition = int32(i)
 		p.Leader = brokerID

@@ -39,7 +39,7 @@ func init() {
 		1:  {min: 4, max: 12, handle: handleFetch},
 		2:  {min: 1, max: 6, handle: handleListOffsets},
 		3:  {min: 1, max: 12, handle: handleMetadata},
-		17: {min: 1, max: 1, beforeAuth: true, handle: handleSaslHandshake},
+		17: {min: 0, max: 1, beforeAuth: true, handle: handleSaslHandshake},
 		18: {min: 0, max: 3, beforeAuth: true, handle: handleApiVersions},
 		19: {min: 2, max: 7, handle: handleCreateTopics},
 		20: {min: 1, max: 6, handle: handleDeleteTopics},
