@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -111,6 +112,9 @@ func decompress(codec int16, in []byte, limit int) ([]byte, error) {
 	}
 	readAll := func(r io.Reader) ([]byte, error) {
 		out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+		if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return nil, tooLarge()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: decompress: %v", errCorrupt, err)
 		}
