@@ -116,7 +116,7 @@ func TestBadFrames(t *testing.T) {
 	for name, frame := range map[string][]byte{
 		"unknown API key": frameOf(header(999, 0)),
 		// JoinGroup is a real key this head does not advertise yet.
-		"unadvertised API key": frameOf(header(11, 5)),
+		"unadvertised API key":         frameOf(header(11, 5)),
 		"version above the advertised": frameOf(header(3, 99)),
 		"truncated header":             frameOf([]byte{0, 3, 0, 1, 0, 0, 0, 7, 0}),
 		"truncated Metadata body":      frameOf(header(3, 4, 0, 0, 0, 5)),
