@@ -54,7 +54,7 @@ func TestOneClientCannotStopTheServer(t *testing.T) {
 			flags:     capFlags(40, 10),
 			perSource: 15,
 		},
-		// 512 descriptors: a reserve of 256, 64 per head, 16 per client.
+		// 512 descriptors: a reserve of 256, 51 per head (five heads), 12 per client.
 		"caps derived from the descriptor limit": {
 			nofile:    512,
 			perSource: 30,
