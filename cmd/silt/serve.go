@@ -237,6 +237,8 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 		return err
 	}
 	kafkasrv.UseTiering(tierer)
+	// Kafka consumer groups are the reader groups of the API.
+	kafkasrv.UseGroups(gc)
 	kafkasrv.UseMetrics(shared.Heads.Head("kafka"))
 	useHeadMetrics(shared, srv, s3srv, nfssrv, hdfssrv)
 	apiLn, s3Ln, nfsLn, hdfsLn, kafkaLn := st.api, st.s3, st.nfs, st.hdfs, st.kafka

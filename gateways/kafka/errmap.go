@@ -7,6 +7,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/groups"
 )
 
 // errorCode maps an engine or ACL error to the Kafka error a client acts
@@ -48,6 +49,16 @@ func errorCode(err error) int16 {
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, core.ErrUnavailable):
 		return kerr.KafkaStorageError.Code
+	case errors.Is(err, groups.ErrNotFound):
+		return kerr.GroupIDNotFound.Code
+	case errors.Is(err, groups.ErrConflict):
+		return kerr.NonEmptyGroup.Code
+	case errors.Is(err, groups.ErrRejoin):
+		return kerr.RebalanceInProgress.Code
+	case errors.Is(err, groups.ErrInvalid):
+		// A position the group cannot hold: a stream it does not read,
+		// an offset past the segment's end.
+		return kerr.UnknownTopicOrPartition.Code
 	}
 	return kerr.UnknownServerError.Code
 }

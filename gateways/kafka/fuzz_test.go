@@ -27,8 +27,11 @@ func FuzzRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	obs, logs := observer.New(zap.DebugLevel)
-	srv := *e.srv
-	srv.log = zap.New(obs)
+	srv, err := New(e.srv.cfg, e.store, e.srv.auth, zap.New(obs))
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv.UseGroups(e.groups)
 
 	// Seeds: a request of every advertised kind at its lowest and
 	// highest version, as a client library encodes it.
@@ -57,7 +60,7 @@ func FuzzRequest(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, buf []byte) {
-		c := &conn{s: &srv, log: srv.log, advertise: "127.0.0.1:9092"}
+		c := &conn{s: srv, log: srv.log, advertise: "127.0.0.1:9092"}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		c.handle(ctx, buf)

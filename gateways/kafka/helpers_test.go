@@ -2,11 +2,14 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -14,7 +17,31 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
+	"github.com/silt-io/silt/groups"
 )
+
+// storeSource is the reader groups' view of the store (tier 1 only; the
+// server wires the API's tier-aware one).
+type storeSource struct{ s *core.Store }
+
+func (s storeSource) GetStream(ctx context.Context, tenant, name string) (core.Stream, error) {
+	return s.s.GetStream(ctx, tenant, name)
+}
+
+func (s storeSource) Oldest(_ context.Context, _ core.Stream, sg core.SegmentInfo) (uint64, error) {
+	return sg.FirstOffset, nil
+}
+
+func (s storeSource) EventAt(ctx context.Context, tenant, stream, segment string, off uint64) (core.Event, bool, error) {
+	res, err := s.s.Read(ctx, core.ReadRequest{Tenant: tenant, Stream: stream, Segment: segment, From: off, MaxEvents: 1})
+	if errors.Is(err, core.ErrOutOfRange) || err == nil && len(res.Events) == 0 {
+		return core.Event{}, false, nil
+	}
+	if err != nil {
+		return core.Event{}, false, err
+	}
+	return res.Events[0], true, nil
+}
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -22,12 +49,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // temporary directory, serving on a loopback port, with a root principal
 // holding admin on "*" and the tenant "acme".
 type env struct {
-	t     testing.TB
-	store *core.Store
-	acl   *acl.Store
-	srv   *Server
-	addr  string
-	root  string // root's token
+	t      testing.TB
+	store  *core.Store
+	acl    *acl.Store
+	srv    *Server
+	groups *groups.Coordinator
+	addr   string
+	root   string // root's token
 }
 
 type envOptions struct {
@@ -71,6 +99,12 @@ func newEnv(t testing.TB, opts ...envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gcfg := groups.DefaultConfig()
+	gcfg.MinSessionTimeout = 100 * time.Millisecond
+	if e.groups, err = groups.New(gcfg, store.Catalog(), storeSource{store}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.UseGroups(e.groups)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +150,10 @@ func (e *env) stream(name string, segments int) core.Stream {
 		e.t.Fatal(err)
 	}
 	return st
+}
+
+func plainAuth(user, token string) sasl.Mechanism {
+	return plain.Auth{User: user, Pass: token}.AsMechanism()
 }
 
 // client is a franz-go client authenticated as user with SASL PLAIN.

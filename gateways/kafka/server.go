@@ -84,6 +84,8 @@ type Server struct {
 	seqs    *sequences
 	tiering Tiering        // nil: tier 1 only
 	met     *smetrics.Head // nil: no request series
+	groups  Groups         // nil: no consumer groups (not advertised)
+	members memberships    // Kafka group membership (membership.go)
 }
 
 // New builds the head over store.
@@ -152,7 +154,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &conn{s: s, nc: nc, advertise: advertise, log: s.log.With(zap.String("remote", nc.RemoteAddr().String()))}
+			remote := nc.RemoteAddr().String()
+			c := &conn{s: s, nc: nc, remote: remote, advertise: advertise, log: s.log.With(zap.String("remote", remote))}
 			c.serve(ctx)
 			nc.Close()
 			mu.Lock()
@@ -179,6 +182,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 type conn struct {
 	s         *Server
 	nc        net.Conn
+	remote    string
 	log       *zap.Logger
 	advertise string
 
@@ -289,12 +293,13 @@ func (c *conn) handle(ctx context.Context, buf []byte) (out []byte, err error) {
 	}
 	name := kmsg.NameForKey(key)
 	api, known := apis[key]
+	known = known && (!api.groups || c.s.groups != nil)
 	if key == apiVersionsKey && (version < api.min || version > api.max) {
 		// KIP-511: a version the broker does not know gets the v0 layout
 		// with UNSUPPORTED_VERSION and the ranges, and the client retries
 		// lower. Its body may be in a layout kmsg does not know either,
 		// so it is not parsed.
-		return frame(corr, false, unsupportedAPIVersions()), nil
+		return frame(corr, false, unsupportedAPIVersions(c.s.groups != nil)), nil
 	}
 	if !known {
 		return nil, fmt.Errorf("%w: unknown or unimplemented API key %d (%s) v%d, which ApiVersions does not advertise", errClose, key, name, version)

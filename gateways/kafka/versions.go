@@ -22,7 +22,10 @@ type api struct {
 	min, max int16
 	// beforeAuth: served on a connection that has not authenticated.
 	beforeAuth bool
-	handle     func(ctx context.Context, c *conn, req kmsg.Request) (kmsg.Response, error)
+	// groups: a consumer group API, advertised only with reader groups
+	// connected (Server.UseGroups).
+	groups bool
+	handle func(ctx context.Context, c *conn, req kmsg.Request) (kmsg.Response, error)
 }
 
 // apis is every request kind the head answers. The minimum versions are
@@ -47,32 +50,46 @@ func init() {
 		32: {min: 0, max: 4, handle: handleDescribeConfigs},
 		36: {min: 0, max: 2, beforeAuth: true, handle: handleSaslAuthenticate},
 		37: {min: 0, max: 3, handle: handleCreatePartitions},
+
+		8:  {min: 2, max: 8, groups: true, handle: handleOffsetCommit},
+		9:  {min: 1, max: 7, groups: true, handle: handleOffsetFetch},
+		10: {min: 0, max: 4, groups: true, handle: handleFindCoordinator},
+		11: {min: 0, max: 7, groups: true, handle: handleJoinGroup},
+		12: {min: 0, max: 4, groups: true, handle: handleHeartbeat},
+		13: {min: 0, max: 4, groups: true, handle: handleLeaveGroup},
+		14: {min: 0, max: 5, groups: true, handle: handleSyncGroup},
+		15: {min: 0, max: 5, groups: true, handle: handleDescribeGroups},
+		16: {min: 0, max: 4, groups: true, handle: handleListGroups},
+		42: {min: 0, max: 2, groups: true, handle: handleDeleteGroups},
 	}
 }
 
 // apiKeys lists the advertised ranges in key order.
-func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+func apiKeys(withGroups bool) []kmsg.ApiVersionsResponseApiKey {
 	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	for k, a := range apis {
+		if a.groups && !withGroups {
+			continue
+		}
 		out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: a.min, MaxVersion: a.max})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })
 	return out
 }
 
-func handleApiVersions(_ context.Context, _ *conn, kreq kmsg.Request) (kmsg.Response, error) {
+func handleApiVersions(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = apiKeys(c.s.groups != nil)
 	return resp, nil
 }
 
 // unsupportedAPIVersions is the v0 answer to an ApiVersions request of a
 // version the head does not know.
-func unsupportedAPIVersions() kmsg.Response {
+func unsupportedAPIVersions(withGroups bool) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = apiKeys(withGroups)
 	return resp
 }
