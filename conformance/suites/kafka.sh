@@ -50,6 +50,21 @@ printf 'native-1\nnative-2\n' | silt append acme/native >/dev/null 2>&1
 kc root "$SILT_TOKEN" -C -t acme.native -p 0 -o 1 -e -f '%o %s\n' >"$CONF_TMP/p1" 2>/dev/null
 expect_eq "kcat: consumes a native append from offset 1" "$(cat "$CONF_TMP/p1")" "1 native-2"
 
+# Consumer groups are reader groups: kcat's balanced consumer (-G)
+# commits into silt's reader group of the same name, which an admin made
+# for the reader; `silt group lag` then shows it caught up.
+silt group create acme/billing --stream clicks >/dev/null
+timeout 60 kcat -b "127.0.0.1:$KAFKA_PORT" -X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=PLAIN \
+	-X sasl.username=reader -X sasl.password="$RTOK" -G acme.billing -o beginning -e -f '%p %o\n' acme.clicks \
+	>"$CONF_TMP/grp" 2>"$CONF_TMP/grp.err"
+expect_eq "kcat -G: the group consumer reads all 15 records" "$(grep -c . "$CONF_TMP/grp")" 15
+silt group lag acme/billing -o json >"$CONF_TMP/lag" 2>&1
+check "silt group lag: the Kafka group's commits show, 0 events behind" \
+	jq -e '.events_behind == 0 and ([.segments[] | select(.segment == "0")][0].committed == 15)' "$CONF_TMP/lag"
+printf 'later\n' | kc writer "$WTOK" -P -t acme.clicks -p 0 2>/dev/null
+silt group lag acme/billing -o json >"$CONF_TMP/lag2" 2>&1
+check "silt group lag: one more record is one event behind" jq -e '.events_behind == 1' "$CONF_TMP/lag2"
+
 # Grants: the reader cannot produce, the writer cannot consume, a wrong
 # token cannot connect; a refused produce stores nothing.
 before=$(kc root "$SILT_TOKEN" -C -t acme.clicks -p 0 -o beginning -e -f '%o\n' 2>/dev/null | wc -l)
