@@ -2,7 +2,10 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,5 +147,132 @@ func TestConsumerGroupGrants(t *testing.T) {
 	}
 	if ofr.ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Errorf("carol fetches offsets of a group over acme/b: error %d, want GROUP_AUTHORIZATION_FAILED", ofr.ErrorCode)
+	}
+}
+
+// cuttable is a fault-injecting dialer: once cut, every connection it
+// made is closed and new dials fail, as if the consumer's process died
+// without leaving its group.
+type cuttable struct {
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+}
+
+func (d *cuttable) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cut {
+		return nil, errors.New("cut")
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, network, host)
+	if err == nil {
+		d.conns = append(d.conns, c)
+	}
+	return c, err
+}
+
+func (d *cuttable) kill() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cut = true
+	for _, c := range d.conns {
+		c.Close()
+	}
+}
+
+// TestConsumerGroupRebalance runs two franz-go consumers in one group
+// over four partitions, then one dies without leaving: once its session
+// expires the other takes its partitions, and every record is consumed
+// by one of them after being produced (none lost; what the dead one had
+// not committed is read again).
+func TestConsumerGroupRebalance(t *testing.T) {
+	e := newEnv(t)
+	e.stream("jobs", 4)
+	p := e.client("root", e.root, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce := func(round int) {
+		for part := range int32(4) {
+			var vs []string
+			for i := range 10 {
+				vs = append(vs, fmt.Sprintf("r%d-p%d-%d", round, part, i))
+			}
+			produceAll(t, p, "acme.jobs", part, vs)
+		}
+	}
+	produce(0)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a safety net, not a bound
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{} // value → times consumed
+	)
+	type consumer struct {
+		cl       *kgo.Client
+		d        *cuttable
+		assigned chan struct{}
+	}
+	start := func() *consumer {
+		c := &consumer{d: &cuttable{}, assigned: make(chan struct{}, 16)}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.SASL(plainAuth("root", e.root)), kgo.Dialer(c.d.dial),
+			kgo.ConsumerGroup("acme.workers"), kgo.ConsumeTopics("acme.jobs"), kgo.DisableAutoCommit(),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.SessionTimeout(2*time.Second), kgo.HeartbeatInterval(200*time.Millisecond), kgo.RebalanceTimeout(5*time.Second),
+			kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+				select {
+				case c.assigned <- struct{}{}:
+				default:
+				}
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.cl = cl
+		go func() {
+			for {
+				fs := cl.PollFetches(ctx)
+				if fs.IsClientClosed() || ctx.Err() != nil {
+					return
+				}
+				recs := fs.Records()
+				if len(recs) == 0 {
+					continue
+				}
+				if err := cl.CommitRecords(ctx, recs...); err != nil {
+					continue // not committed: another member reads them again
+				}
+				mu.Lock()
+				for _, r := range recs {
+					seen[string(r.Value)]++
+				}
+				mu.Unlock()
+			}
+		}()
+		return c
+	}
+	a := start()
+	defer a.cl.Close()
+	<-a.assigned
+	b := start()
+	defer b.cl.Close()
+	<-b.assigned // the group now spreads the partitions over both
+
+	b.d.kill()
+	produce(1)
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == 80 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("only %d of 80 records consumed and committed", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	lag, err := e.groups.Lag(context.Background(), "acme", "workers")
+	if err != nil || lag.EventsBehind != 0 {
+		t.Fatalf("lag %+v, %v", lag, err)
 	}
 }
