@@ -53,6 +53,15 @@ func FuzzRequest(f *testing.F) {
 				r.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "acme.made", NumPartitions: 1, ReplicationFactor: 1}}
 			case *kmsg.ListOffsetsRequest:
 				r.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "acme.fz", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Timestamp: -1}}}}
+			case *kmsg.JoinGroupRequest:
+				meta := kmsg.NewConsumerMemberMetadata()
+				meta.Topics = []string{"acme.fz"}
+				r.Group, r.ProtocolType, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = "acme.fg", "consumer", 6000, 6000
+				r.MemberID = "m-1"
+				r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
+			case *kmsg.OffsetCommitRequest:
+				r.Group, r.Generation = "acme.fg", -1
+				r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "acme.fz", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0}}}}
 			case *kmsg.SASLAuthenticateRequest:
 				r.SASLAuthBytes = []byte("\x00root\x00secret")
 			}
@@ -61,7 +70,10 @@ func FuzzRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, buf []byte) {
 		c := &conn{s: srv, log: srv.log, advertise: "127.0.0.1:9092"}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// Group requests wait for other members (a join round, the
+		// leader's assignment) that fuzzed input may never send: end
+		// them, as a client going away would.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		c.handle(ctx, buf)
 		if n := logs.FilterMessageSnippet("panicked").Len(); n > 0 {

@@ -21,6 +21,12 @@ import (
 // restart loses the membership, as a Kafka coordinator failover does:
 // consumers rejoin and continue from the committed offsets.
 
+// The session and rebalance timeouts a member may ask for.
+const (
+	minSession = time.Second
+	maxSession = 30 * time.Minute
+)
+
 type groupState int
 
 const (
@@ -227,6 +233,18 @@ func (g *kgroup) join(ctx context.Context, c *conn, req *kmsg.JoinGroupRequest, 
 			return nil
 		}
 	}
+	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
+	rebalance := session
+	if req.Version >= 1 {
+		rebalance = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if session < minSession || session > maxSession || rebalance < minSession || rebalance > maxSession {
+		// Kafka's group.min/max.session.timeout.ms: a join round or a
+		// SyncGroup holds its connection for up to these.
+		g.mu.Unlock()
+		resp.ErrorCode = kerr.InvalidSessionTimeout.Code
+		return nil
+	}
 	if len(g.members) > 0 && req.ProtocolType != g.protocolType {
 		g.mu.Unlock()
 		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
@@ -239,11 +257,7 @@ func (g *kgroup) join(ctx context.Context, c *conn, req *kmsg.JoinGroupRequest, 
 	}
 	g.protocolType = req.ProtocolType
 	m.clientID, m.host, m.protocols = c.clientID, c.remote, req.Protocols
-	m.session = time.Duration(req.SessionTimeoutMillis) * time.Millisecond
-	m.rebalance = m.session
-	if req.Version >= 1 {
-		m.rebalance = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
-	}
+	m.session, m.rebalance = session, rebalance
 	m.seen = now
 	g.rebalanceLocked() // a (re)join always makes a new generation
 	m.joined = true
