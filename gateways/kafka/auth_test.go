@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 )
 
 // TestACL runs franz-go clients as principals with narrow grants: each
@@ -147,5 +148,33 @@ func TestAnonymous(t *testing.T) {
 	}
 	if code := fetchOne(t, cl, "acme.priv", 0); code != kerr.TopicAuthorizationFailed.Code {
 		t.Errorf("anonymous fetches acme.priv: error %d, want TOPIC_AUTHORIZATION_FAILED", code)
+	}
+}
+
+// TestOAuthBearer authenticates with a silt token as the OAUTHBEARER
+// bearer token; the token names its principal, whose grants apply.
+func TestOAuthBearer(t *testing.T) {
+	e := newEnv(t)
+	e.stream("o", 1)
+	tok := e.user("dave", "read:acme/o")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if code := fetchOne(t, cl, "acme.o", 0); code != 0 {
+		t.Errorf("dave fetches acme.o: error %d", code)
+	}
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), cl)
+	if err != nil || len(md.Topics) != 1 {
+		t.Fatalf("dave's metadata: %v, %v", md, err)
+	}
+	bad, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.SASL(oauth.Auth{Token: "silt_nope"}.AsMechanism()), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), bad); errCode(err) != kerr.SaslAuthenticationFailed.Code {
+		t.Errorf("a wrong bearer token: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 }

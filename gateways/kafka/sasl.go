@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,14 +20,20 @@ import (
 // the path.
 const mechanismPlain = "PLAIN"
 
+// mechanismOAuth is SASL OAUTHBEARER (RFC 7628) with a silt token as the
+// bearer token: the token names its principal.
+const mechanismOAuth = "OAUTHBEARER"
+
+var mechanisms = []string{mechanismPlain, mechanismOAuth}
+
 func handleSaslHandshake(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	resp.SupportedMechanisms = []string{mechanismPlain}
+	resp.SupportedMechanisms = mechanisms
 	switch {
 	case c.authed || c.mechanism != "":
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-	case req.Mechanism != mechanismPlain:
+	case !slices.Contains(mechanisms, req.Mechanism):
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 	default:
 		c.mechanism = req.Mechanism
@@ -50,8 +58,8 @@ func (c *conn) rawAuthenticate(r io.Reader, size int32) bool {
 	if _, err := io.ReadFull(r, msg); err != nil {
 		return false
 	}
-	if user, err := c.plain(msg); err != nil {
-		c.log.Info("kafka SASL PLAIN authentication failed; closing the connection", zap.String("user", user), zap.Error(err))
+	if user, err := c.authenticate(msg); err != nil {
+		c.log.Info("kafka SASL authentication failed; closing the connection", zap.String("mechanism", c.mechanism), zap.String("user", user), zap.Error(err))
 		return false
 	}
 	c.authed = true
@@ -63,23 +71,69 @@ func (c *conn) rawAuthenticate(r io.Reader, size int32) bool {
 func handleSaslAuthenticate(_ context.Context, c *conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	if c.authed || c.mechanism != mechanismPlain {
+	if c.authed || c.mechanism == "" {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-		resp.ErrorMessage = message(errors.New("SaslHandshake with PLAIN must come first, once per connection"))
+		resp.ErrorMessage = message(errors.New("SaslHandshake must come first, once per connection"))
 		return resp, nil
 	}
-	user, err := c.plain(req.SASLAuthBytes)
+	mech := c.mechanism
+	user, err := c.authenticate(req.SASLAuthBytes)
 	if err != nil {
 		// One try per handshake, as Kafka: the client reconnects.
 		c.mechanism = ""
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		resp.ErrorMessage = message(errors.New("authentication failed: the username must be a silt principal and the password one of its tokens"))
-		c.log.Info("kafka SASL PLAIN authentication failed", zap.String("user", user), zap.Error(err))
+		resp.ErrorMessage = message(errors.New("authentication failed: PLAIN takes a silt principal and one of its tokens, OAUTHBEARER one of its tokens"))
+		c.log.Info("kafka SASL authentication failed", zap.String("mechanism", mech), zap.String("user", user), zap.Error(err))
 		return resp, nil
 	}
 	c.authed = true
 	c.log.Debug("kafka client authenticated", zap.String("principal", c.principal.Name))
 	return resp, nil
+}
+
+// authenticate checks the first (and only) message of the agreed
+// mechanism and sets the connection's principal.
+func (c *conn) authenticate(msg []byte) (string, error) {
+	if c.mechanism == mechanismOAuth {
+		return c.oauth(msg)
+	}
+	return c.plain(msg)
+}
+
+// oauth checks an OAUTHBEARER client's first message:
+// gs2-header ^A auth=Bearer <token> ^A [key=value ^A]... ^A.
+func (c *conn) oauth(msg []byte) (string, error) {
+	gs2, rest, ok := strings.Cut(string(msg), "\x01")
+	if !ok || !strings.HasPrefix(gs2, "n,") || !strings.HasSuffix(rest, "\x01\x01") {
+		return "", errors.New("malformed OAUTHBEARER message")
+	}
+	authz := strings.TrimSuffix(strings.TrimPrefix(gs2, "n,"), ",")
+	authz = strings.TrimPrefix(authz, "a=")
+	var token string
+	for _, kv := range strings.Split(strings.TrimSuffix(rest, "\x01\x01"), "\x01") {
+		if v, ok := strings.CutPrefix(kv, "auth="); ok {
+			scheme, tok, ok := strings.Cut(v, " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") {
+				return "", errors.New("OAUTHBEARER auth is not a bearer token")
+			}
+			token = tok
+		}
+	}
+	if token == "" {
+		return "", errors.New("OAUTHBEARER message has no token")
+	}
+	if c.s.auth.Authn == nil {
+		return authz, errors.New("no authenticator configured")
+	}
+	p, err := c.s.auth.Authn(token)
+	if err != nil {
+		return authz, err
+	}
+	if authz != "" && authz != p.Name {
+		return authz, errors.New("the token belongs to another principal than the authorization id")
+	}
+	c.principal = p
+	return p.Name, nil
 }
 
 // plain checks a PLAIN message: [authzid] NUL authcid NUL passwd.
