@@ -239,7 +239,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	kafkasrv.UseTiering(tierer)
 	// Kafka consumer groups are the reader groups of the API.
 	kafkasrv.UseGroups(gc)
-	kafkasrv.UseMetrics(shared.Heads.Head("kafka"))
+	kafkasrv.UseMetrics(shared)
 	useHeadMetrics(shared, srv, s3srv, nfssrv, hdfssrv)
 	apiLn, s3Ln, nfsLn, hdfsLn, kafkaLn := st.api, st.s3, st.nfs, st.hdfs, st.kafka
 	// Every head admits connections within its caps (conns.go).

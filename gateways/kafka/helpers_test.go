@@ -18,6 +18,7 @@ import (
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/groups"
+	smetrics "github.com/silt-io/silt/internal/metrics"
 )
 
 // storeSource is the reader groups' view of the store (tier 1 only; the
@@ -59,8 +60,9 @@ type env struct {
 }
 
 type envOptions struct {
-	kafka func(*Config)
-	auth  func(*Auth)
+	kafka   func(*Config)
+	auth    func(*Auth)
+	metrics *smetrics.Set
 }
 
 func newEnv(t testing.TB, opts ...envOptions) *env {
@@ -105,6 +107,9 @@ func newEnv(t testing.TB, opts ...envOptions) *env {
 		t.Fatal(err)
 	}
 	e.srv.UseGroups(e.groups)
+	if o.metrics != nil {
+		e.srv.UseMetrics(o.metrics)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

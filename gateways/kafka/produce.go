@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,10 @@ func handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Respon
 			err := terr
 			if err == nil {
 				err = c.producePartition(ctx, st, p, &rp)
+				if err != nil && c.s.producers != nil {
+					// The stream exists: its name may label series.
+					c.s.producers.Failed(st.Tenant, st.Name, reason(errorCode(err)))
+				}
 			}
 			if err != nil {
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), message(err)
@@ -61,6 +66,17 @@ func handleProduce(ctx context.Context, c *conn, kreq kmsg.Request) (kmsg.Respon
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return ackOrNothing(req, resp), nil
+}
+
+// reason names a Kafka error code in the producer error series: the
+// error's name in lower case, a bounded set.
+func reason(code int16) string {
+	if err := kerr.ErrorForCode(code); err != nil {
+		if ke, ok := err.(*kerr.Error); ok {
+			return "kafka_" + strings.ToLower(ke.Message)
+		}
+	}
+	return fmt.Sprintf("kafka_%d", code)
 }
 
 func ackOrNothing(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) kmsg.Response {
@@ -102,9 +118,21 @@ func (c *conn) producePartition(ctx context.Context, st core.Stream, p kmsg.Prod
 			return err
 		}
 	}
+	start := time.Now()
 	res, err := c.s.store.Append(ctx, req)
 	if err != nil {
 		return err
+	}
+	if c.s.producers != nil {
+		if res.Duplicate {
+			c.s.producers.Duplicate(st.Tenant, st.Name, time.Since(start))
+		} else {
+			var n int64
+			for _, v := range b.values {
+				n += int64(len(v))
+			}
+			c.s.producers.Appended(st.Tenant, st.Name, len(b.values), n, time.Since(start))
+		}
 	}
 	if req.WriterID != "" && !res.Duplicate {
 		c.s.seqs.stored(key, b.FirstSequence+b.NumRecords)

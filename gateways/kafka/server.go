@@ -84,8 +84,10 @@ type Server struct {
 	seqs    *sequences
 	tiering Tiering        // nil: tier 1 only
 	met     *smetrics.Head // nil: no request series
-	groups  Groups         // nil: no consumer groups (not advertised)
-	members memberships    // Kafka group membership (membership.go)
+	// producers: nil, no producer series
+	producers *smetrics.Producers
+	groups    Groups      // nil: no consumer groups (not advertised)
+	members   memberships // Kafka group membership (membership.go)
 }
 
 // New builds the head over store.
@@ -108,9 +110,11 @@ func New(cfg Config, store Store, auth Auth, log *zap.Logger) (*Server, error) {
 // UseTiering connects the tier policy. Call it before serving.
 func (s *Server) UseTiering(t Tiering) { s.tiering = t }
 
-// UseMetrics counts requests in the heads' shared series. Call it before
-// serving.
-func (s *Server) UseMetrics(h *smetrics.Head) { s.met = h }
+// UseMetrics counts requests in the heads' shared series and appends in
+// the producer series the API also feeds. Call it before serving.
+func (s *Server) UseMetrics(set *smetrics.Set) {
+	s.met, s.producers = set.Heads.Head("kafka"), set.Producers
+}
 
 // Serve serves on ln (with TLS when tlsCfg is set) until ctx is
 // cancelled, which closes the listener and every connection.

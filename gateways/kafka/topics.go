@@ -275,6 +275,9 @@ func (c *conn) deleteTopic(ctx context.Context, topic string) error {
 	if err := c.s.store.DeleteStream(ctx, st.Tenant, st.Name); err != nil {
 		return err
 	}
+	if c.s.producers != nil {
+		c.s.producers.ForgetStream(st.Tenant, st.Name)
+	}
 	c.log.Info("kafka: topic deleted", zap.String("topic", topic), zap.String("principal", c.principal.Name))
 	return nil
 }
