@@ -250,3 +250,29 @@ func errCode(err error) int16 {
 	}
 	return -1
 }
+
+// TestFetchLargeRecord fetches a record larger than the fetch's byte
+// bounds: it is answered anyway (KIP-74), or the consumer would stall.
+func TestFetchLargeRecord(t *testing.T) {
+	e := newEnv(t)
+	e.stream("big", 1)
+	big := string(make([]byte, 100<<10))
+	cl := e.client("root", e.root, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
+	produceAll(t, cl, "acme.big", 0, []string{big, "small"})
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, 1024
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "acme.big"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1024
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || len(p.RecordBatches) < 100<<10 {
+		t.Fatalf("error %d, %d bytes of batches; want the 100 KiB record", p.ErrorCode, len(p.RecordBatches))
+	}
+}
