@@ -2,7 +2,8 @@
 # nobody here wrote) lists, produces with every codec and consumes over
 # SASL PLAIN, in plain TCP and TLS; grants refuse what they do not allow;
 # what Kafka writes the native read shows byte for byte, and what is
-# appended natively Kafka consumes at the same offsets.
+# appended natively Kafka consumes at the same offsets; group consumers
+# (kcat -G, the Java client) commit into silt reader groups.
 need kcat kcat || return
 start_silt || return
 
@@ -100,3 +101,36 @@ check "kcat: SASL_SSL with the dev CA gets metadata" grep -q "broker 0 at 127.0.
 kill "$TLS_PID" 2>/dev/null
 wait "$TLS_PID" 2>/dev/null
 rm -rf "$TLSD"
+
+# The Apache Kafka Java client (kafka-clients from Maven Central through
+# conformance/kafka/pom.xml, cached in $SILT_CACHE/m2): the admin client
+# creates a topic and describes it, an idempotent acks=all producer sends
+# snappy batches (the Java client's xerial framing), a group consumer reads
+# them all and commits, and the reader group shows the commit.
+need java default-jdk-headless || return
+need javac default-jdk-headless || return
+need mvn maven || return
+KJ_DIR=$PWD/conformance/kafka
+KJ_T=$KJ_DIR/target
+mkdir -p "$KJ_T/classes"
+if [ ! -s "$KJ_T/lib/kafka-clients-4.0.0.jar" ]; then
+	echo "  fetching the Kafka Java client (Maven Central)"
+	if ! (cd "$KJ_DIR" && mvn -q -B "-Dmaven.repo.local=$SILT_M2" dependency:copy-dependencies -DoutputDirectory=target/lib >"$KJ_T/mvn.log" 2>&1); then
+		fail "kafka: fetch the Kafka Java client (see $KJ_T/mvn.log)"
+		return
+	fi
+fi
+if ! javac -nowarn -d "$KJ_T/classes" -cp "$KJ_T/lib/*" "$KJ_DIR"/src/io/silt/conformance/*.java >"$KJ_T/javac.log" 2>&1; then
+	fail "kafka: compile the Java probe"
+	sed 's/^/       /' "$KJ_T/javac.log" | head -20
+	return
+fi
+timeout 180 java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$KJ_T/classes:$KJ_T/lib/*" io.silt.conformance.KafkaProbe \
+	"127.0.0.1:$KAFKA_PORT" root "$SILT_TOKEN" acme.javat acme.jgroup 30 >"$CONF_TMP/java" 2>&1
+check "java: the admin client creates and lists a topic" grep -q 'admin: topic listed true' "$CONF_TMP/java"
+check "java: describeConfigs shows cleanup.policy" grep -q 'admin: cleanup.policy delete' "$CONF_TMP/java"
+check "java: an idempotent snappy producer's 30 records are acknowledged" grep -q 'producer: sent 30 acknowledged' "$CONF_TMP/java"
+check "java: a group consumer receives exactly those 30" grep -q 'consumer: received 30 match true' "$CONF_TMP/java"
+"$SILT_BIN" group lag acme/jgroup -o json >"$CONF_TMP/jlag" 2>&1
+check "java: the consumer group's commit shows in silt group lag" \
+	jq -e '.events_behind == 0 and ([.segments[].committed] | add) == 30' "$CONF_TMP/jlag"
