@@ -159,3 +159,22 @@ check "java: a group consumer receives exactly those 30" grep -q 'consumer: rece
 "$SILT_BIN" group lag acme/jgroup -o json >"$CONF_TMP/jlag" 2>&1
 check "java: the consumer group's commit shows in silt group lag" \
 	jq -e '.events_behind == 0 and ([.segments[].committed] | add) == 30' "$CONF_TMP/jlag"
+
+# The Java client over TLS (SASL_SSL, the dev CA as a PEM trust store).
+TLSD=$(mktemp -d /tmp/silt-kafka-tls.XXXXXX)
+read -r T1 T2 T3 T4 T5 <<<"$(free_ports 5)"
+(cd "$TLSD" && exec "$SILT_BIN" serve --dev-tls --api.listen 127.0.0.1:$T1 --s3.listen 127.0.0.1:$T2 \
+	--nfs.listen 127.0.0.1:$T3 --webhdfs.listen 127.0.0.1:$T4 --kafka.listen 127.0.0.1:$T5 >"$TLSD/log" 2>&1) &
+TLS_PID=$!
+for _ in $(seq 1 100); do
+	[ -s "$TLSD/silt-data/root.token" ] && grep -q 'silt serving' "$TLSD/log" && break
+	sleep 0.1
+done
+CA=$(grep -o 'silt --ca-file [^ ]*' "$TLSD/log" | head -1 | awk '{print $3}')
+(cd "$TLSD" && SILT_SERVER=https://127.0.0.1:$T1 SILT_TOKEN=$(cat silt-data/root.token) "$SILT_BIN" --ca-file "$CA" tenant create acme >/dev/null 2>&1)
+timeout 180 java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$KJ_T/classes:$KJ_T/lib/*" io.silt.conformance.KafkaProbe \
+	"127.0.0.1:$T5" root "$(cat "$TLSD/silt-data/root.token")" acme.tlst acme.tlsg 12 "$CA" >"$CONF_TMP/java-tls" 2>&1
+check "java: over SASL_SSL, produce and group-consume 12 records" grep -q 'consumer: received 12 match true' "$CONF_TMP/java-tls"
+kill "$TLS_PID" 2>/dev/null
+wait "$TLS_PID" 2>/dev/null
+rm -rf "$TLSD"

@@ -23,8 +23,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * The Apache Kafka Java client against silt's Kafka head, for
  * conformance/suites/kafka.sh. Usage:
  *
- *   KafkaProbe BOOTSTRAP USER TOKEN TOPIC GROUP COUNT
+ *   KafkaProbe BOOTSTRAP USER TOKEN TOPIC GROUP COUNT [CA_PEM]
  *
+ * With CA_PEM the client speaks SASL_SSL and trusts that PEM CA.
  * Creates TOPIC (3 partitions) with the admin client, produces COUNT records
  * (idempotent, acks=all, snappy: the Java client's xerial framing), consumes
  * them with consumer group GROUP and commits, and prints one line per step
@@ -37,6 +38,11 @@ public final class KafkaProbe {
         Properties common = new Properties();
         common.put("bootstrap.servers", bootstrap);
         common.put("security.protocol", "SASL_PLAINTEXT");
+        if (args.length > 6) {
+            common.put("security.protocol", "SASL_SSL");
+            common.put("ssl.truststore.type", "PEM");
+            common.put("ssl.truststore.location", args[6]);
+        }
         common.put("sasl.mechanism", "PLAIN");
         common.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required username=\""
                 + user + "\" password=\"" + token + "\";");
