@@ -160,6 +160,32 @@ check "java: a group consumer receives exactly those 30" grep -q 'consumer: rece
 check "java: the consumer group's commit shows in silt group lag" \
 	jq -e '.events_behind == 0 and ([.segments[].committed] | add) == 30' "$CONF_TMP/jlag"
 
+# Three Java group consumers over three partitions; one is killed with
+# SIGKILL (no LeaveGroup): once its session expires the others take its
+# partition, and every record produced before and after is consumed.
+silt stream create acme/jobs --encoding framed --segments 3 >/dev/null
+silt group create acme/workers --stream jobs >/dev/null
+silt grant reader read acme/jobs >/dev/null
+for p in 0 1 2; do seq 1 20 | sed "s/^/a-$p-/" | kc root "$SILT_TOKEN" -P -t acme.jobs -p "$p"; done
+JPIDS=()
+for i in 1 2 3; do
+	java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$KJ_T/classes:$KJ_T/lib/*" io.silt.conformance.KafkaProbe consume \
+		"127.0.0.1:$KAFKA_PORT" reader "$RTOK" acme.jobs acme.workers "$CONF_TMP/jobs-$i" >"$CONF_TMP/jobs-$i.log" 2>&1 &
+	JPIDS+=($!)
+done
+seen() { cat "$CONF_TMP"/jobs-[123] 2>/dev/null | awk '{print $3}' | sort -u | wc -l; }
+for _ in $(seq 1 600); do [ "$(seen)" -ge 60 ] && break; sleep 0.1; done
+expect_eq "java: three group consumers read the first 60 records" "$(seen)" 60
+kill -9 "${JPIDS[0]}" 2>/dev/null
+wait "${JPIDS[0]}" 2>/dev/null
+for p in 0 1 2; do seq 1 20 | sed "s/^/b-$p-/" | kc root "$SILT_TOKEN" -P -t acme.jobs -p "$p"; done
+for _ in $(seq 1 600); do [ "$(seen)" -ge 120 ] && break; sleep 0.1; done
+expect_eq "java: after one consumer is killed, the other two read all 120 (none lost)" "$(seen)" 120
+kill "${JPIDS[1]}" "${JPIDS[2]}" 2>/dev/null
+wait "${JPIDS[1]}" "${JPIDS[2]}" 2>/dev/null
+silt group lag acme/workers -o json >"$CONF_TMP/wlag" 2>&1
+check "silt group lag: the workers' group committed all 120" jq -e '.events_behind == 0' "$CONF_TMP/wlag"
+
 # The Java client over TLS (SASL_SSL, the dev CA as a PEM trust store).
 TLSD=$(mktemp -d /tmp/silt-kafka-tls.XXXXXX)
 read -r T1 T2 T3 T4 T5 <<<"$(free_ports 5)"
