@@ -138,8 +138,8 @@ need mvn maven || return
 KJ_DIR=$PWD/conformance/kafka
 KJ_T=$KJ_DIR/target
 mkdir -p "$KJ_T/classes"
-if [ ! -s "$KJ_T/lib/kafka-clients-4.0.0.jar" ]; then
-	echo "  fetching the Kafka Java client (Maven Central)"
+if [ ! -s "$KJ_T/lib/kafka-clients-4.0.0.jar" ] || [ ! -s "$KJ_T/lib/kafka-tools-4.0.0.jar" ]; then
+	echo "  fetching the Kafka Java client and tools (Maven Central)"
 	if ! (cd "$KJ_DIR" && mvn -q -B "-Dmaven.repo.local=$SILT_M2" dependency:copy-dependencies -DoutputDirectory=target/lib >"$KJ_T/mvn.log" 2>&1); then
 		fail "kafka: fetch the Kafka Java client (see $KJ_T/mvn.log)"
 		return
@@ -159,6 +159,24 @@ check "java: a group consumer receives exactly those 30" grep -q 'consumer: rece
 "$SILT_BIN" group lag acme/jgroup -o json >"$CONF_TMP/jlag" 2>&1
 check "java: the consumer group's commit shows in silt group lag" \
 	jq -e '.events_behind == 0 and ([.segments[].committed] | add) == 30' "$CONF_TMP/jlag"
+
+# Kafka's console producer and consumer (kafka-console-*.sh), the consumer
+# in a group.
+cat >"$CONF_TMP/client.properties" <<P
+security.protocol=SASL_PLAINTEXT
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="root" password="$SILT_TOKEN";
+P
+kjava() { timeout 120 java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$KJ_T/lib/*" "$@"; }
+silt stream create acme/console --encoding framed >/dev/null
+seq 1 5 | sed 's/^/console-/' >"$CONF_TMP/console-in"
+kjava org.apache.kafka.tools.ConsoleProducer --bootstrap-server "127.0.0.1:$KAFKA_PORT" --topic acme.console \
+	--producer.config "$CONF_TMP/client.properties" <"$CONF_TMP/console-in" >"$CONF_TMP/console-p.log" 2>&1
+check "kafka-console-producer: 5 lines stored as 5 events" sh -c "'$SILT_BIN' read acme/console 2>/dev/null | cmp - '$CONF_TMP/console-in'"
+kjava org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "127.0.0.1:$KAFKA_PORT" --topic acme.console \
+	--from-beginning --max-messages 5 --group acme.console-g --consumer.config "$CONF_TMP/client.properties" \
+	>"$CONF_TMP/console-out" 2>"$CONF_TMP/console-c.log"
+check "kafka-console-consumer: reads the 5 lines back" cmp "$CONF_TMP/console-in" "$CONF_TMP/console-out"
 
 # Three Java group consumers over three partitions; one is killed with
 # SIGKILL (no LeaveGroup): once its session expires the others take its

@@ -276,3 +276,35 @@ func TestConsumerGroupRebalance(t *testing.T) {
 		t.Fatalf("lag %+v, %v", lag, err)
 	}
 }
+
+// TestJoinRoundDropsSilentMember: a member that stops sending anything
+// while a join round waits for it is dropped once its session expires,
+// not after the (much longer) rebalance timeout, so that the members
+// that did rejoin go on.
+func TestJoinRoundDropsSilentMember(t *testing.T) {
+	var s Server
+	g := s.members.get("acme.g", true)
+	c := &conn{s: &s, clientID: "t", remote: "127.0.0.1:1"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not a bound
+	defer cancel()
+	join := func(id string) *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.SetVersion(5)
+		req.Group, req.MemberID, req.ProtocolType = "acme.g", id, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 1000, 20*60*1000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+		resp := kmsg.NewPtrJoinGroupResponse()
+		if err := g.join(ctx, c, req, resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if r := join("a"); r.ErrorCode != 0 || r.LeaderID != "a" {
+		t.Fatalf("a joins: error %d, leader %q", r.ErrorCode, r.LeaderID)
+	}
+	// a goes silent; b's join starts a round that a never rejoins.
+	r := join("b")
+	if r.ErrorCode != 0 || r.LeaderID != "b" || len(r.Members) != 1 || r.Generation != 2 {
+		t.Fatalf("b joins: error %d, leader %q, %d members, generation %d; want b alone in generation 2", r.ErrorCode, r.LeaderID, len(r.Members), r.Generation)
+	}
+}

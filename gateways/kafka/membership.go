@@ -109,10 +109,21 @@ func newMemberID(clientID string) string {
 	return clientID + "-" + hex.EncodeToString(b[:])
 }
 
-// expireLocked drops members not heard from within their session (in a
-// join round, the round's timer decides instead).
+// expireLocked drops members not heard from within their session. In a
+// join round the members that joined wait for the others and are not
+// dropped; one that has not rejoined within its session is, as Kafka's
+// coordinator does, so that a dead member does not hold the round for its
+// whole rebalance timeout.
 func (g *kgroup) expireLocked(now time.Time) {
 	if g.state == groupPreparing {
+		for id, m := range g.members {
+			if !m.joined && now.Sub(m.seen) > m.session {
+				delete(g.members, id)
+			}
+		}
+		if g.allJoinedLocked() { // also when none is left
+			g.completeLocked()
+		}
 		return
 	}
 	gone := false
@@ -153,14 +164,31 @@ func (g *kgroup) rebalanceLocked() {
 		wait = max(wait, m.rebalance)
 	}
 	done := g.joinDone
-	g.timer = time.AfterFunc(wait, func() {
+	deadline := time.Now().Add(wait)
+	// Members waiting in JoinGroup send no heartbeats: the round checks
+	// for members gone silent itself, until it completes or times out.
+	var check func()
+	check = func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.state == groupPreparing && g.joinDone == done {
-			g.completeLocked()
+		if g.state != groupPreparing || g.joinDone != done {
+			return
 		}
-	})
+		if now := time.Now(); now.After(deadline) {
+			g.completeLocked()
+			return
+		} else {
+			g.expireLocked(now)
+		}
+		if g.state == groupPreparing && g.joinDone == done {
+			g.timer = time.AfterFunc(roundCheck, check)
+		}
+	}
+	g.timer = time.AfterFunc(roundCheck, check)
 }
+
+// roundCheck is how often a join round looks for silent members.
+const roundCheck = 200 * time.Millisecond
 
 // completeLocked ends a join round: members that did not rejoin are
 // dropped, and a new generation starts with a protocol every member
