@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -306,5 +307,55 @@ func TestJoinRoundDropsSilentMember(t *testing.T) {
 	r := join("b")
 	if r.ErrorCode != 0 || r.LeaderID != "b" || len(r.Members) != 1 || r.Generation != 2 {
 		t.Fatalf("b joins: error %d, leader %q, %d members, generation %d; want b alone in generation 2", r.ErrorCode, r.LeaderID, len(r.Members), r.Generation)
+	}
+}
+
+// TestGroupAdmin lists, describes and deletes a consumer group through
+// Kafka's admin requests; they act on the reader group.
+func TestGroupAdmin(t *testing.T) {
+	e := newEnv(t)
+	e.stream("ev", 1)
+	p := e.client("root", e.root, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceAll(t, p, "acme.ev", 0, []string{"a"})
+	consumeGroup(t, e, "root", e.root, "acme.adm", "acme.ev", 1)
+	ctx := context.Background()
+
+	lr, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range lr.Groups {
+		ids = append(ids, g.Group+"/"+g.GroupState)
+	}
+	if !slices.Contains(ids, "acme.adm/Empty") {
+		t.Errorf("ListGroups: %v, want acme.adm/Empty (its consumer left)", ids)
+	}
+	dr := kmsg.NewPtrDescribeGroupsRequest()
+	dr.Groups = []string{"acme.adm", "acme.nosuch"}
+	dresp, err := dr.RequestWith(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := dresp.Groups[0]; g.ErrorCode != 0 || g.State != "Empty" || len(g.Members) != 0 {
+		t.Errorf("describe acme.adm: error %d state %q %d members", g.ErrorCode, g.State, len(g.Members))
+	}
+	if g := dresp.Groups[1]; g.State != "Dead" {
+		t.Errorf("describe acme.nosuch: state %q, want Dead", g.State)
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"acme.adm", "acme.nosuch"}
+	delr, err := del.RequestWith(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := delr.Groups[0].ErrorCode; c != 0 {
+		t.Errorf("delete acme.adm: error %d (%s)", c, deref(delr.Groups[0].ErrorMessage))
+	}
+	if c := delr.Groups[1].ErrorCode; c != kerr.GroupIDNotFound.Code {
+		t.Errorf("delete acme.nosuch: error %d, want GROUP_ID_NOT_FOUND", c)
+	}
+	if _, err := e.groups.Get("acme", "adm"); err == nil {
+		t.Error("the reader group is still there after DeleteGroups")
 	}
 }
