@@ -3,7 +3,8 @@
 # SASL PLAIN, in plain TCP and TLS; grants refuse what they do not allow;
 # what Kafka writes the native read shows byte for byte, and what is
 # appended natively Kafka consumes at the same offsets; group consumers
-# (kcat -G, the Java client) commit into silt reader groups.
+# (kcat -G, the Java client) commit into silt reader groups; the Java
+# client, Kafka's console tools and Spark's Kafka source work unmodified.
 need kcat kcat || return
 # Fast tiering: the file heads show what Kafka wrote within a second, and
 # consumers from the beginning read across tier 2 and tier 1.
@@ -203,6 +204,27 @@ kill "${JPIDS[1]}" "${JPIDS[2]}" 2>/dev/null
 wait "${JPIDS[1]}" "${JPIDS[2]}" 2>/dev/null
 silt group lag acme/workers -o json >"$CONF_TMP/wlag" 2>&1
 check "silt group lag: the workers' group committed all 120" jq -e '.events_behind == 0' "$CONF_TMP/wlag"
+
+# Spark Structured Streaming reads a silt topic through spark-sql-kafka
+# (pyspark 3.5.5 from PyPI in the suites' virtualenv, the connector from
+# Maven Central through conformance/kafka/spark/pom.xml).
+need_pymod pyspark 'pyspark==3.5.5'
+KS_T=$KJ_DIR/spark/target
+if ! venv_has_module pyspark; then
+	fail "spark: cannot install pyspark 3.5.5 (PyPI)"
+elif [ ! -s "$KS_T/lib/spark-sql-kafka-0-10_2.12-3.5.3.jar" ] &&
+	! (cd "$KJ_DIR/spark" && mvn -q -B "-Dmaven.repo.local=$SILT_M2" dependency:copy-dependencies -DincludeScope=runtime \
+		-DoutputDirectory=target/lib >"$CONF_TMP/mvn-spark.log" 2>&1); then
+	fail "spark: fetch spark-sql-kafka (Maven Central)"
+else
+	silt stream create acme/sp --encoding framed --segments 2 >/dev/null
+	silt grant reader read acme/sp >/dev/null
+	for p in 0 1; do seq 1 25 | sed "s/^/sp-$p-/" | kc root "$SILT_TOKEN" -P -t acme.sp -p $p; done
+	KS_JARS=$(ls "$KS_T"/lib/spark-sql-kafka-*.jar "$KS_T"/lib/spark-token-provider-kafka-*.jar "$KS_T"/lib/kafka-clients-*.jar \
+		"$KS_T"/lib/commons-pool2-*.jar | paste -sd,)
+	timeout 300 python3 "$KJ_DIR/spark_read.py" "127.0.0.1:$KAFKA_PORT" reader "$RTOK" acme.sp "$KS_JARS" >"$CONF_TMP/spark" 2>"$CONF_TMP/spark.err"
+	check "spark: a Structured Streaming query reads all 50 records from both partitions" grep -q 'rows 50 partitions 2 values 50' "$CONF_TMP/spark"
+fi
 
 # The Java client over TLS (SASL_SSL, the dev CA as a PEM trust store).
 TLSD=$(mktemp -d /tmp/silt-kafka-tls.XXXXXX)
