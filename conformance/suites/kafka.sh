@@ -74,6 +74,16 @@ for f in $(curl -s "${HB[@]}" "$HDFS/webhdfs/v1/acme/xlines/segment=0?op=LISTSTA
 	curl -sL "${HB[@]}" "$HDFS/webhdfs/v1/acme/xlines/segment=0/$f?op=OPEN" >>"$CONF_TMP/xl-files"
 done
 check "webhdfs: the chunk files are the produced values, one per line" cmp "$CONF_TMP/xl" "$CONF_TMP/xl-files"
+# The same files over NFS (libnfs's nfs-cat; the default export acts as
+# anonymous, granted this stream).
+if need nfs-cat libnfs-utils; then
+	silt grant anonymous read acme/xlines >/dev/null
+	: >"$CONF_TMP/xl-nfs"
+	for f in $(curl -s "${HB[@]}" "$HDFS/webhdfs/v1/acme/xlines/segment=0?op=LISTSTATUS" | jq -r '.FileStatuses.FileStatus[].pathSuffix' | sort); do
+		timeout 20 nfs-cat "nfs://127.0.0.1/acme/xlines/segment=0/$f?version=3&nfsport=$NFS_PORT&mountport=$NFS_PORT" >>"$CONF_TMP/xl-nfs" 2>/dev/null
+	done
+	check "nfs: the chunk files are the produced values, one per line" cmp "$CONF_TMP/xl" "$CONF_TMP/xl-nfs"
+fi
 kc root "$SILT_TOKEN" -C -t acme.xlines -p 0 -o beginning -e -f '%s\n' >"$CONF_TMP/xl-back" 2>/dev/null
 check "kcat: a consumer from the beginning reads them all back after tiering" cmp "$CONF_TMP/xl" "$CONF_TMP/xl-back"
 
