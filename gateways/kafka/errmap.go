@@ -31,10 +31,13 @@ func errorCode(err error) int16 {
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, errCorrupt):
 		return kerr.CorruptMessage.Code
-	case errors.Is(err, errOutOfOrder):
+	case errors.Is(err, errOutOfOrder), errors.Is(err, core.ErrSeqConflict):
+		// A sequence older than the last stored batch is not answered
+		// DUPLICATE_SEQUENCE_NUMBER: clients take that as success, and
+		// after Kafka's sequence numbers wrap at 2^31 (silt's do not) it
+		// would drop the batch. OUT_OF_ORDER makes the producer start a
+		// new epoch, a new silt writer, and send it again.
 		return kerr.OutOfOrderSequenceNumber.Code
-	case errors.Is(err, core.ErrSeqConflict):
-		return kerr.DuplicateSequenceNumber.Code
 	case errors.Is(err, core.ErrWriterOwned):
 		return kerr.InvalidProducerIDMapping.Code
 	case errors.Is(err, core.ErrOutOfRange):

@@ -29,7 +29,7 @@ func TestErrorCode(t *testing.T) {
 		"batch too large":       {errTooLarge, kerr.MessageTooLarge},
 		"corrupt batch":         {errCorrupt, kerr.CorruptMessage},
 		"sequence gap":          {errOutOfOrder, kerr.OutOfOrderSequenceNumber},
-		"old sequence":          {core.ErrSeqConflict, kerr.DuplicateSequenceNumber},
+		"old sequence":          {core.ErrSeqConflict, kerr.OutOfOrderSequenceNumber},
 		"writer of another":     {core.ErrWriterOwned, kerr.InvalidProducerIDMapping},
 		"offset out of range":   {core.ErrOutOfRange, kerr.OffsetOutOfRange},
 		"newline in lines":      {core.ErrInvalid, kerr.InvalidRecord},
