@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io"
 	"net"
 	"slices"
@@ -254,5 +255,59 @@ func TestXerialSnappy(t *testing.T) {
 	}
 	if _, err := decompress(2, framed[:len(framed)-5], 1<<20); !errors.Is(err, errCorrupt) {
 		t.Fatalf("cut xerial snappy: %v, want errCorrupt", err)
+	}
+}
+
+// idempotentBatch is a one-record batch of producer 5, epoch 0, starting
+// at sequence seq.
+func idempotentBatch(seq int32, value string) []byte {
+	raw := appendBatches(nil, []core.Event{{Time: time.Unix(1, 0), Data: []byte(value)}})
+	var b kmsg.RecordBatch
+	if err := b.ReadFrom(raw); err != nil {
+		panic(err)
+	}
+	b.ProducerID, b.ProducerEpoch, b.FirstSequence, b.Attributes = 5, 0, seq, 0
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[crcStart:], castagnoli))
+	return out
+}
+
+// TestIdempotentSequences sends an idempotent producer's batches by hand:
+// a gap and an old sequence are refused with OUT_OF_ORDER_SEQUENCE_NUMBER
+// (never DUPLICATE, which clients take as success), a retry of the last
+// batch answers its original offset, and each batch is stored once.
+func TestIdempotentSequences(t *testing.T) {
+	e := newEnv(t, envOptions{kafka: func(c *Config) { c.AllowAnonymous = true }})
+	e.stream("seq", 1)
+	if _, err := e.acl.AddGrant("anonymous", "append", "acme/seq"); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, e.addr)
+	produce := func(records []byte) kmsg.ProduceResponseTopicPartition {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "acme.seq", Partitions: []kmsg.ProduceRequestTopicPartition{{Records: records}}}}
+		return c.request(req, 7).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}
+	for i, step := range []struct {
+		seq        int32
+		value      string
+		wantCode   int16
+		wantOffset int64
+	}{
+		{0, "first", 0, 0},
+		{5, "gap", kerr.OutOfOrderSequenceNumber.Code, -1},
+		{1, "second", 0, 1},
+		{1, "second", 0, 1}, // a retry
+		{0, "first", kerr.OutOfOrderSequenceNumber.Code, -1},
+		{2, "third", 0, 2},
+	} {
+		p := produce(idempotentBatch(step.seq, step.value))
+		if p.ErrorCode != step.wantCode || p.ErrorCode == 0 && p.BaseOffset != step.wantOffset {
+			t.Fatalf("step %d (sequence %d): error %d offset %d; want error %d offset %d", i, step.seq, p.ErrorCode, p.BaseOffset, step.wantCode, step.wantOffset)
+		}
+	}
+	if got := e.events("seq", 0); len(got) != 3 || string(got[0]) != "first" || string(got[1]) != "second" || string(got[2]) != "third" {
+		t.Fatalf("stored %q, want [first second third]", got)
 	}
 }
