@@ -74,6 +74,14 @@ for f in $(curl -s "${HB[@]}" "$HDFS/webhdfs/v1/acme/xlines/segment=0?op=LISTSTA
 	curl -sL "${HB[@]}" "$HDFS/webhdfs/v1/acme/xlines/segment=0/$f?op=OPEN" >>"$CONF_TMP/xl-files"
 done
 check "webhdfs: the chunk files are the produced values, one per line" cmp "$CONF_TMP/xl" "$CONF_TMP/xl-files"
+# The same files over S3 (curl signing with SigV4, an S3 key of root's).
+read -r AK SK < <(silt s3-key create root -o json 2>/dev/null | jq -r '"\(.access_key_id) \(.secret_access_key)"')
+: >"$CONF_TMP/xl-s3"
+for f in $(curl -s "${HB[@]}" "$HDFS/webhdfs/v1/acme/xlines/segment=0?op=LISTSTATUS" | jq -r '.FileStatuses.FileStatus[].pathSuffix' | sort); do
+	curl -s -H "x-amz-content-sha256: $(printf '' | sha256sum | cut -d' ' -f1)" --aws-sigv4 "aws:amz:us-east-1:s3" \
+		--user "$AK:$SK" "$S3/acme/xlines/segment%3D0/$f" >>"$CONF_TMP/xl-s3"
+done
+check "s3: the chunk objects are the produced values, one per line" cmp "$CONF_TMP/xl" "$CONF_TMP/xl-s3"
 # The same files over NFS (libnfs's nfs-cat; the default export acts as
 # anonymous, granted this stream).
 if need nfs-cat libnfs-utils; then
