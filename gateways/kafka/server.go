@@ -286,6 +286,14 @@ func (c *conn) serve(ctx context.Context) {
 // acks=0), or an error that closes the connection.
 func (c *conn) handle(ctx context.Context, buf []byte) (out []byte, err error) {
 	start := time.Now()
+	defer func() {
+		// A decoder or handler bug must cost one connection, not the
+		// server.
+		if r := recover(); r != nil {
+			c.log.Error("kafka request panicked; closing the connection", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			out, err = nil, fmt.Errorf("%w: internal error", errClose)
+		}
+	}()
 	b := kbin.Reader{Src: buf}
 	key, version, corr := b.Int16(), b.Int16(), b.Int32()
 	clientID := b.NullableString()
@@ -330,14 +338,6 @@ func (c *conn) handle(ctx context.Context, buf []byte) (out []byte, err error) {
 	if !c.authed {
 		c.principal = acl.Anonymous
 	}
-	defer func() {
-		// A decoder or handler bug must cost one connection, not the
-		// server.
-		if r := recover(); r != nil {
-			c.log.Error("kafka request panicked; closing the connection", zap.String("api", name), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-			out, err = nil, fmt.Errorf("%w: internal error in %s", errClose, name)
-		}
-	}()
 	resp, err := api.handle(ctx, c, req)
 	if err != nil {
 		return nil, err
