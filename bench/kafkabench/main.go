@@ -5,8 +5,11 @@
 // one Append per event), reporting records/s, p99 latency and the server's
 // CPU time per record (from /proc). Both sides wait for silt's fsync, so
 // the ratio is the cost of the Kafka request path against the HTTP one.
+// Then a backlog of -backlog bytes is read from the start by one consumer
+// each way (franz-go ConsumePartitions against the SDK's Read with the
+// server's largest page), in turns.
 //
-//	make build && go run ./bench/kafkabench [-dur 3s] [-rounds 3] [-producers 1,16]
+//	make build && go run ./bench/kafkabench [-dur 3s] [-rounds 3] [-producers 1,16] [-backlog 268435456]
 package main
 
 import (
@@ -35,8 +38,9 @@ func main() {
 	dur := flag.Duration("dur", 3*time.Second, "length of one case in one round")
 	rounds := flag.Int("rounds", 3, "rounds; the cases take turns in each")
 	prodList := flag.String("producers", "1,16", "producer counts, comma-separated")
+	backlog := flag.Int64("backlog", 256<<20, "bytes of the backlog read from the start (0: skip)")
 	flag.Parse()
-	if err := run(*bin, *dur, *rounds, *prodList); err != nil {
+	if err := run(*bin, *dur, *rounds, *prodList, *backlog); err != nil {
 		fmt.Fprintln(os.Stderr, "kafkabench:", err)
 		os.Exit(1)
 	}
@@ -66,7 +70,7 @@ func (r result) cpuPerRecord() time.Duration {
 	return r.cpu / time.Duration(r.records)
 }
 
-func run(bin string, dur time.Duration, rounds int, prodList string) error {
+func run(bin string, dur time.Duration, rounds int, prodList string, backlog int64) error {
 	dir, err := os.MkdirTemp("", "kafkabench")
 	if err != nil {
 		return err
@@ -169,7 +173,96 @@ func run(bin string, dur time.Duration, rounds int, prodList string) error {
 		}
 		fmt.Printf("kafka ÷ native, median of rounds: records/s %.2f×, p99 %.2f×, server CPU per record %.2f×\n\n", median(ratios), median(p99s), median(cpus))
 	}
+	if backlog > 0 {
+		return readBacklog(ctx, cl, kafka, token, cmd.Process.Pid, backlog, rounds, ev)
+	}
 	return nil
+}
+
+// readBacklog fills one segment with n bytes of 1 KiB events (batches of
+// 1,000 through the SDK) and reads them from the start each way.
+func readBacklog(ctx context.Context, cl *client.Client, kafka, token string, pid int, n int64, rounds int, ev []byte) error {
+	if _, err := cl.CreateStream(ctx, "bench", client.StreamSpec{Name: "backlog", Encoding: "framed"}); err != nil {
+		return err
+	}
+	total := n / int64(len(ev))
+	batch := make([][]byte, 1000)
+	for i := range batch {
+		batch[i] = ev
+	}
+	for done := int64(0); done < total; done += int64(len(batch)) {
+		if _, err := cl.Append(ctx, "bench", "backlog", batch[:min(int64(len(batch)), total-done)], client.AppendOptions{}); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("reading a backlog of %d MiB (%d events of 1 KiB) from the start, one consumer\n%-7s %-8s %12s %14s\n", n>>20, total, "round", "path", "MiB/s", "CPU/record")
+	var ratios, cpus []float64
+	for r := range rounds {
+		nr, err := measureRead(pid, total, func(yield func(int) bool) error {
+			cursor := ""
+			for {
+				b, err := cl.Read(ctx, "bench", "backlog", client.ReadOptions{Cursor: cursor, Max: 10000})
+				if err != nil {
+					return err
+				}
+				if len(b.Events) == 0 || !yield(len(b.Events)) {
+					return nil
+				}
+				cursor = b.NextCursor
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("native read: %w", err)
+		}
+		k, err := kgo.NewClient(kgo.SeedBrokers(kafka), kgo.SASL(plain.Auth{User: "root", Pass: token}.AsMechanism()),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"bench.backlog": {0: kgo.NewOffset().AtStart()}}),
+			kgo.FetchMaxBytes(32<<20), kgo.FetchMaxPartitionBytes(8<<20))
+		if err != nil {
+			return err
+		}
+		kr, err := measureRead(pid, total, func(yield func(int) bool) error {
+			for {
+				fs := k.PollFetches(ctx)
+				if err := fs.Err0(); err != nil {
+					return err
+				}
+				if !yield(fs.NumRecords()) {
+					return nil
+				}
+			}
+		})
+		k.Close()
+		if err != nil {
+			return fmt.Errorf("kafka read: %w", err)
+		}
+		for _, x := range []struct {
+			name string
+			r    result
+		}{{"native", nr}, {"kafka", kr}} {
+			fmt.Printf("%-7d %-8s %12.1f %14v\n", r+1, x.name, float64(x.r.records*int64(len(ev)))/(1<<20)/x.r.elapsed.Seconds(), x.r.cpuPerRecord().Round(10*time.Nanosecond))
+		}
+		ratios = append(ratios, kr.rate()/nr.rate())
+		cpus = append(cpus, float64(kr.cpuPerRecord())/float64(nr.cpuPerRecord()))
+	}
+	fmt.Printf("kafka ÷ native, median of rounds: bytes/s %.2f×, server CPU per record %.2f×\n", median(ratios), median(cpus))
+	return nil
+}
+
+// measureRead runs read until it has yielded want events.
+func measureRead(pid int, want int64, read func(yield func(int) bool) error) (result, error) {
+	var res result
+	cpu0 := cpuTime(pid)
+	start := time.Now()
+	err := read(func(n int) bool {
+		res.records += int64(n)
+		return res.records < want
+	})
+	res.elapsed = time.Since(start)
+	res.cpu = cpuTime(pid) - cpu0
+	if err == nil && res.records < want {
+		err = fmt.Errorf("read %d of %d events", res.records, want)
+	}
+	return res, err
 }
 
 // measure runs n producers calling produce for dur.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
@@ -192,7 +193,13 @@ func snappyBlock(in []byte, limit int, tooLarge func() error) ([]byte, error) {
 // consumers give every record of the batch. Records carry no key and no
 // headers: silt keeps only the value (docs/kafka.md).
 func appendBatches(dst []byte, evs []core.Event) []byte {
-	var rec []byte
+	size := 0
+	for _, e := range evs {
+		size += len(e.Data) + 16 // a capacity hint: a record adds about a dozen bytes
+	}
+	dst = slices.Grow(dst, size+batchHeaderLen)
+	rec := make([]byte, 0, size)
+	var scratch []byte
 	for i := 0; i < len(evs); {
 		j := i + 1
 		for j < len(evs) && evs[j].Time.Equal(evs[i].Time) && evs[j].Offset == evs[j-1].Offset+1 {
@@ -204,7 +211,8 @@ func appendBatches(dst []byte, evs []core.Event) []byte {
 			r := kmsg.Record{OffsetDelta: int32(k), Value: e.Data}
 			// The record's length counts what follows it: encode with a
 			// zero length (one byte) and put the real one in front.
-			body := r.AppendTo(nil)[1:]
+			scratch = r.AppendTo(scratch[:0])
+			body := scratch[1:]
 			rec = kbin.AppendVarint(rec, int32(len(body)))
 			rec = append(rec, body...)
 		}
