@@ -44,7 +44,7 @@ for s in socks: s.close()
 PY
 }
 
-# start_silt [FLAGS]: starts silt in a new data dir; sets SILT_DATA, API, S3, SILT_PID,
+# start_silt [FLAGS]: starts silt in a new data dir; sets SILT_DATA, API, S3, KAFKA_PORT, SILT_PID,
 # and exports SILT_SERVER / SILT_TOKEN for the CLI.
 start_silt() {
 	start_silt_in "$(mktemp -d /tmp/silt-conf.XXXXXX)" "$@"
@@ -56,13 +56,13 @@ start_silt() {
 start_silt_in() {
 	SILT_DATA=$1
 	shift
-	read -r API_PORT S3_PORT NFS_PORT HDFS_PORT <<<"$(free_ports 4)"
+	read -r API_PORT S3_PORT NFS_PORT HDFS_PORT KAFKA_PORT <<<"$(free_ports 5)"
 	API="http://127.0.0.1:$API_PORT"
 	S3="http://127.0.0.1:$S3_PORT"
 	HDFS="http://127.0.0.1:$HDFS_PORT"
 	"$SILT_BIN" serve --core.dir "$SILT_DATA/data" --api.listen "127.0.0.1:$API_PORT" \
 		--s3.listen "127.0.0.1:$S3_PORT" --nfs.listen "127.0.0.1:$NFS_PORT" \
-		--webhdfs.listen "127.0.0.1:$HDFS_PORT" "$@" \
+		--webhdfs.listen "127.0.0.1:$HDFS_PORT" --kafka.listen "127.0.0.1:$KAFKA_PORT" "$@" \
 		>"$SILT_DATA/silt.log" 2>&1 &
 	SILT_PID=$!
 	for _ in $(seq 1 100); do

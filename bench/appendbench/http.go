@@ -34,7 +34,7 @@ func startServer(bin, dir string, extra []string) (*server, error) {
 		return nil, err
 	}
 	data := filepath.Join(dir, "http-server")
-	args := append([]string{"serve", "--core.dir", data, "--api.listen", addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn"}, extra...)
+	args := append([]string{"serve", "--core.dir", data, "--api.listen", addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--kafka.listen", "127.0.0.1:0", "--log.level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -125,7 +125,7 @@ type siltServer struct {
 // serveArgs are serve's flags for a server on free loopback ports.
 func serveArgs(apiAddr string, extra ...string) []string {
 	return append([]string{"serve", "--api.listen", apiAddr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0",
-		"--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn"}, extra...)
+		"--webhdfs.listen", "127.0.0.1:0", "--kafka.listen", "127.0.0.1:0", "--log.level", "warn"}, extra...)
 }
 
 func startServer(t *testing.T, dir string, extra ...string) *siltServer {

@@ -56,6 +56,7 @@ func TestServePortClashCreatesNothing(t *testing.T) {
 		"s3":      "--s3.listen",
 		"nfs":     "--nfs.listen",
 		"webhdfs": "--webhdfs.listen",
+		"kafka":   "--kafka.listen",
 		"pprof":   "--runtime.pprof_listen",
 	} {
 		t.Run(name, func(t *testing.T) {

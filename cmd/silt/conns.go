@@ -10,8 +10,8 @@ import (
 )
 
 // heads is how many protocol heads share the connection budget: the
-// native API, S3, NFS and WebHDFS.
-const heads = 4
+// native API, S3, NFS, WebHDFS and Kafka.
+const heads = 5
 
 // admission puts every head's listener under connection caps: those
 // configured, or derived from the descriptor limit (connlimit.Derive).

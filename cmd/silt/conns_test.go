@@ -54,7 +54,7 @@ func TestOneClientCannotStopTheServer(t *testing.T) {
 			flags:     capFlags(40, 10),
 			perSource: 15,
 		},
-		// 512 descriptors: a reserve of 256, 64 per head, 16 per client.
+		// 512 descriptors: a reserve of 256, 51 per head (five heads), 12 per client.
 		"caps derived from the descriptor limit": {
 			nofile:    512,
 			perSource: 30,
@@ -153,7 +153,7 @@ func tryStartLimited(t *testing.T, nofile int, flags []string) (*limitedServer, 
 	s := &limitedServer{dir: t.TempDir(), api: freeAddr(t), s3: freeAddr(t), nfs: freeAddr(t), hdfs: freeAddr(t)}
 	args := []string{"-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(nofile), os.Args[0], "-test.run=^$", "--",
 		"serve", "--core.dir", s.dir, "--api.listen", s.api, "--s3.listen", s.s3, "--nfs.listen", s.nfs,
-		"--webhdfs.listen", s.hdfs, "--log.level", "warn",
+		"--webhdfs.listen", s.hdfs, "--kafka.listen", "127.0.0.1:0", "--log.level", "warn",
 		// The flood comes from 127.0.0.2 and up, which the default
 		// export's allow list would refuse before the caps count them.
 		"--nfs.exports", "path=/;principal=root;allow=127.0.0.0/8"}

@@ -60,7 +60,7 @@ func freeAddr(t *testing.T) string {
 
 func (c *child) start() {
 	c.t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "serve", "--core.dir", c.dir, "--api.listen", c.addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "serve", "--core.dir", c.dir, "--api.listen", c.addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--kafka.listen", "127.0.0.1:0", "--log.level", "warn")
 	cmd.Args = append(cmd.Args, c.extra...)
 	cmd.Env = append(os.Environ(), "SILT_TEST_CHILD=1")
 	cmd.Stderr = os.Stderr

@@ -239,7 +239,7 @@ func asNobody(name string, args ...string) (string, error) {
 // have; it is killed and the test fails.
 func runServeChild(t *testing.T, dir string, extra ...string) (int, string) {
 	t.Helper()
-	args := []string{"-test.run=^$", "--", "serve", "--core.dir", dir, "--api.listen", "127.0.0.1:0", "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0"}
+	args := []string{"-test.run=^$", "--", "serve", "--core.dir", dir, "--api.listen", "127.0.0.1:0", "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--kafka.listen", "127.0.0.1:0"}
 	cmd := exec.Command(os.Args[0], append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "SILT_TEST_CHILD=1")
 	var stderr bytes.Buffer

@@ -49,7 +49,7 @@ func (s *scaleServer) start() time.Duration {
 	s.t.Helper()
 	args := []string{"-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(s.nofile), os.Args[0], "-test.run=^$", "--",
 		"serve", "--core.dir", s.dir, "--api.listen", s.api, "--s3.listen", s.s3, "--nfs.listen", s.nfs,
-		"--webhdfs.listen", s.hdfs, "--log.level", "warn",
+		"--webhdfs.listen", s.hdfs, "--kafka.listen", "127.0.0.1:0", "--log.level", "warn",
 		// The default export acts as anonymous, which may read nothing.
 		"--nfs.exports", "path=/;principal=root;allow=127.0.0.1/32"}
 	args = append(args, s.extra...)

@@ -20,6 +20,7 @@ import (
 	"github.com/silt-io/silt/cluster"
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/gateways/api"
+	"github.com/silt-io/silt/gateways/kafka"
 	"github.com/silt-io/silt/gateways/nfs"
 	"github.com/silt-io/silt/gateways/s3"
 	"github.com/silt-io/silt/gateways/webhdfs"
@@ -39,11 +40,13 @@ type serveConfig struct {
 	S3   s3.Config      `koanf:"s3"`
 	NFS  nfs.Config     `koanf:"nfs"`
 	HDFS webhdfs.Config `koanf:"webhdfs"`
-	Tier tiering.Config `koanf:"tiering"`
-	Auth authConfig     `koanf:"auth"`
-	TLS  tlsconf.Config `koanf:"tls"`
-	Log  logging.Config `koanf:"log"`
-	Run  runtimeConfig  `koanf:"runtime"`
+	// Kafka is the Kafka wire-protocol head (gateways/kafka).
+	Kafka kafka.Config   `koanf:"kafka"`
+	Tier  tiering.Config `koanf:"tiering"`
+	Auth  authConfig     `koanf:"auth"`
+	TLS   tlsconf.Config `koanf:"tls"`
+	Log   logging.Config `koanf:"log"`
+	Run   runtimeConfig  `koanf:"runtime"`
 
 	// Groups are the reader groups (groups/).
 	Groups groups.Config `koanf:"groups"`
@@ -78,16 +81,17 @@ type authConfig struct {
 
 func defaultServeConfig() serveConfig {
 	return serveConfig{
-		Core: core.DefaultConfig(),
-		API:  api.DefaultConfig(),
-		Tier: tiering.DefaultConfig(),
-		S3:   s3.DefaultConfig(),
-		NFS:  nfs.DefaultConfig(),
-		HDFS: webhdfs.DefaultConfig(),
-		Auth: authConfig{RootPrincipal: "root"},
-		TLS:  tlsconf.DefaultConfig(),
-		Log:  logging.DefaultConfig(),
-		Run:  runtimeConfig{GCPercent: 50},
+		Core:  core.DefaultConfig(),
+		API:   api.DefaultConfig(),
+		Tier:  tiering.DefaultConfig(),
+		S3:    s3.DefaultConfig(),
+		NFS:   nfs.DefaultConfig(),
+		HDFS:  webhdfs.DefaultConfig(),
+		Kafka: kafka.DefaultConfig(),
+		Auth:  authConfig{RootPrincipal: "root"},
+		TLS:   tlsconf.DefaultConfig(),
+		Log:   logging.DefaultConfig(),
+		Run:   runtimeConfig{GCPercent: 50},
 
 		Groups:  groups.DefaultConfig(),
 		Metrics: metrics.DefaultConfig(),
@@ -105,7 +109,7 @@ func (c serveConfig) Validate() error {
 	if c.Cluster.Enabled() && c.Cluster.Durability == cluster.DurabilityCluster && c.Tier.Backend != "s3" {
 		return fmt.Errorf("cluster.durability cluster needs tiering.backend s3 (the write-ahead objects go to its bucket), not %q: set tiering.backend s3, or cluster.durability local", c.Tier.Backend)
 	}
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.Kafka.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
 }
 
 // serve runs the server until ctx is cancelled, on what start took.
@@ -244,8 +248,19 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	}
 	hdfssrv.UseDelegationTokens(dtokens)
 	srv.UseDelegationTokens(apiTokens{dtokens})
+	// The Kafka head takes silt tokens as SASL PLAIN passwords; in the
+	// insecure mode clients without SASL act as anonymous, as requests
+	// without a token do on the other heads.
+	kafkasrv, err := kafka.New(cfg.Kafka, store, kafka.Auth{Authn: acls.Authenticate, Authz: authz, Insecure: cfg.Auth.InsecureDev}, log.Named("kafka"))
+	if err != nil {
+		return err
+	}
+	kafkasrv.UseTiering(tierer)
+	// Kafka consumer groups are the reader groups of the API.
+	kafkasrv.UseGroups(gc)
+	kafkasrv.UseMetrics(shared)
 	useHeadMetrics(shared, srv, s3srv, nfssrv, hdfssrv)
-	apiLn, s3Ln, nfsLn, hdfsLn := st.api, st.s3, st.nfs, st.hdfs
+	apiLn, s3Ln, nfsLn, hdfsLn, kafkaLn := st.api, st.s3, st.nfs, st.hdfs, st.kafka
 	// Every head admits connections within its caps (conns.go).
 	adm, err := newAdmission(reg, log)
 	if err != nil {
@@ -255,6 +270,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	s3Ln = adm.wrap("s3", cfg.S3.Caps, s3Ln)
 	nfsLn = adm.wrap("nfs", cfg.NFS.Caps, nfsLn)
 	hdfsLn = adm.wrap("webhdfs", cfg.HDFS.Caps, hdfsLn)
+	kafkaLn = adm.wrap("kafka", cfg.Kafka.Caps, kafkaLn)
 	adm.check()
 	scheme := "http"
 	if tlsCfg != nil {
@@ -268,15 +284,17 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 		zap.String("s3", scheme+"://"+s3Ln.Addr().String()),
 		zap.String("nfs", nfsLn.Addr().String()),
 		zap.String("webhdfs", scheme+"://"+hdfsLn.Addr().String()),
+		zap.String("kafka", kafkaLn.Addr().String()),
 		zap.String("data_dir", cfg.Core.Dir))
-	// Both heads stop when ctx ends; if one fails, the other is stopped too.
+	// Every head stops when ctx ends; if one fails, the others are stopped too.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 4)
+	errs := make(chan error, 5)
 	go func() { errs <- srv.Serve(ctx, apiLn, tlsCfg) }()
 	go func() { errs <- s3srv.Serve(ctx, s3Ln, tlsCfg) }()
 	go func() { errs <- nfssrv.Serve(ctx, nfsLn) }()
 	go func() { errs <- hdfssrv.Serve(ctx, hdfsLn, tlsCfg) }()
+	go func() { errs <- kafkasrv.Serve(ctx, kafkaLn, tlsCfg) }()
 	if node != nil {
 		// Another node took the serving lock (this one was cut off from
 		// etcd past its lease): two nodes must not write the same
@@ -299,7 +317,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	}
 	err = <-errs
 	cancel()
-	err = errors.Join(err, <-errs, <-errs, <-errs)
+	err = errors.Join(err, <-errs, <-errs, <-errs, <-errs)
 	if node != nil {
 		err = errors.Join(err, node.Err())
 	}

@@ -25,11 +25,12 @@ import (
 )
 
 const serveLong = `Runs the silt server: the segment engine, tiering, the native HTTP API and the
-read-only S3, NFSv3 and WebHDFS heads.
+read-only S3, NFSv3 and WebHDFS heads, and the Kafka head.
 
 With no flags it uses embedded defaults: data in ./silt-data, API on
 http://127.0.0.1:7070, S3 on http://127.0.0.1:9000, NFSv3 (+MOUNT) on
-127.0.0.1:20490, WebHDFS on http://127.0.0.1:9870/webhdfs/v1, tier 2 in
+127.0.0.1:20490, WebHDFS on http://127.0.0.1:9870/webhdfs/v1, Kafka on
+127.0.0.1:9092, tier 2 in
 ./silt-data/tier2, JSON logs on stderr. On first start it creates the
 principal "root" with admin rights and writes its token to
 ./silt-data/root.token (the CLI picks it up from there).
@@ -48,9 +49,10 @@ var serveSections = map[string]string{
 	"s3":      "S3 head",
 	"nfs":     "NFSv3 head",
 	"webhdfs": "WebHDFS head",
+	"kafka":   "Kafka head (docs/kafka.md)",
 	"tiering": "Tiering and tier 2",
 	"auth":    "Authentication",
-	"tls":     "TLS, for the API and every HTTP head",
+	"tls":     "TLS, for the API, every HTTP head and the Kafka head",
 	"log":     "Logging",
 	"runtime": "Go runtime and profiling",
 	"cluster": "Cluster mode: etcd, membership",
@@ -158,9 +160,9 @@ func serveHelp(cmd *cobra.Command, w io.Writer) {
 // dir, root token or keys behind, and a second server on one data dir
 // names the first instead of failing inside the catalog.
 type startup struct {
-	lock               *pidlock.Lock
-	api, s3, nfs, hdfs net.Listener
-	stopPprof          func()
+	lock                      *pidlock.Lock
+	api, s3, nfs, hdfs, kafka net.Listener
+	stopPprof                 func()
 }
 
 // lockFile is the data dir's lock, holding the server's pid.
@@ -201,6 +203,9 @@ func start(cfg *serveConfig, devTLS bool, stderr io.Writer, log *zap.Logger) (st
 		return st, err
 	}
 	if st.hdfs, err = listen(cfg.HDFS.Listen, "webhdfs.listen"); err != nil {
+		return st, err
+	}
+	if st.kafka, err = listen(cfg.Kafka.Listen, "kafka.listen"); err != nil {
 		return st, err
 	}
 	if cfg.Run.PprofListen != "" {
@@ -252,7 +257,7 @@ func lockDataDir(dir string) (*pidlock.Lock, error) {
 // close releases what start took; serve's heads close their listeners
 // themselves once they serve, so closing them again here is harmless.
 func (st *startup) close() {
-	for _, ln := range []net.Listener{st.api, st.s3, st.nfs, st.hdfs} {
+	for _, ln := range []net.Listener{st.api, st.s3, st.nfs, st.hdfs, st.kafka} {
 		if ln != nil {
 			ln.Close()
 		}

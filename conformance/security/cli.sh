@@ -25,7 +25,7 @@ check "cli: a framed stream is not written raw to a terminal" grep -q 'not to a 
 # A second server on the data dir in use is refused, naming the first.
 read -r P1 P2 P3 P4 <<<"$(free_ports 4)"
 "$SILT_BIN" serve --core.dir "$SILT_DATA/data" --api.listen 127.0.0.1:$P1 --s3.listen 127.0.0.1:$P2 \
-	--nfs.listen 127.0.0.1:$P3 --webhdfs.listen 127.0.0.1:$P4 >$CONF_TMP/second 2>&1
+	--nfs.listen 127.0.0.1:$P3 --webhdfs.listen 127.0.0.1:$P4 --kafka.listen 127.0.0.1:0 >$CONF_TMP/second 2>&1
 expect_eq "cli: a second serve on the data dir exits 1" "$?" 1
 check "cli: it names the first server's pid" grep -q "in use by another silt serve (pid $SILT_PID)" $CONF_TMP/second
 expect_eq "cli: the lock file is the owner's only" "$(stat -c %a "$SILT_DATA/data/silt.pid")" 600

@@ -82,7 +82,7 @@ SILT_PID=
 read -r P1 P2 P3 P4 <<<"$(free_ports 4)"
 serve_on_data() {
 	"$SILT_BIN" serve --core.dir "$DATA" --api.listen "127.0.0.1:$P1" --s3.listen "127.0.0.1:$P2" \
-		--nfs.listen "127.0.0.1:$P3" --webhdfs.listen "127.0.0.1:$P4" "$@"
+		--nfs.listen "127.0.0.1:$P3" --webhdfs.listen "127.0.0.1:$P4" --kafka.listen 127.0.0.1:0 "$@"
 }
 head -c 32 /dev/urandom >"$CONF_TMP/other.key"
 chmod 600 "$CONF_TMP/other.key"

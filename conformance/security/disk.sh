@@ -82,7 +82,7 @@ SILT_PID=
 dd if=/dev/zero of="$DISK/data/filler" bs=1M >/dev/null 2>&1
 timeout 60 "$SILT_BIN" serve --core.dir "$DISK/data" --api.listen "127.0.0.1:$API_PORT" \
 	--s3.listen "127.0.0.1:$S3_PORT" --nfs.listen "127.0.0.1:$NFS_PORT" \
-	--webhdfs.listen "127.0.0.1:$HDFS_PORT" "${DFLAGS[@]}" >"$CONF_TMP/full.out" 2>&1
+	--webhdfs.listen "127.0.0.1:$HDFS_PORT" --kafka.listen 127.0.0.1:0 "${DFLAGS[@]}" >"$CONF_TMP/full.out" 2>&1
 expect_eq "disk: serve on a full disk exits with an error (not a hang: 124)" "$?" 1
 check "disk: ... saying to free space" grep -q "free space there" "$CONF_TMP/full.out"
 rm -f "$DISK/data/filler"

@@ -68,7 +68,7 @@ stop_outage() {
 trap 'stop_outage; on_exit' EXIT
 # Tier 1's settings are the defaults; max_lag keeps the run short.
 OFLAGS=(--core.dir "$OUT/data" --api.listen "127.0.0.1:$API_PORT" --s3.listen "127.0.0.1:$S3_PORT"
-	--nfs.listen "127.0.0.1:$NFS_PORT" --webhdfs.listen "127.0.0.1:$HDFS_PORT"
+	--nfs.listen "127.0.0.1:$NFS_PORT" --webhdfs.listen "127.0.0.1:$HDFS_PORT" --kafka.listen 127.0.0.1:0
 	--tiering.backend s3 --tiering.s3.endpoint "$MOTO" --tiering.s3.bucket lake --tiering.s3.path_style
 	--tiering.s3.access_key_id test --tiering.s3.secret_access_key test
 	--tiering.max_lag 1s --tiering.interval 100ms)

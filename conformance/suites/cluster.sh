@@ -89,7 +89,7 @@ else
 		SECOND=$(mktemp -d /tmp/silt-conf.XXXXXX)
 		read -r P1 P2 P3 P4 <<<"$(free_ports 4)"
 		if "$SILT_BIN" serve --core.dir "$SECOND/data" --api.listen "127.0.0.1:$P1" --s3.listen "127.0.0.1:$P2" \
-			--nfs.listen "127.0.0.1:$P3" --webhdfs.listen "127.0.0.1:$P4" "${CLUSTER[@]}" >"$SECOND/log" 2>&1; then
+			--nfs.listen "127.0.0.1:$P3" --webhdfs.listen "127.0.0.1:$P4" --kafka.listen 127.0.0.1:0 "${CLUSTER[@]}" >"$SECOND/log" 2>&1; then
 			fail "cluster: a second node on the prefix is refused (it started)"
 		else
 			check "cluster: a second node on the prefix is refused" grep -q "another silt node serves prefix /conformance/" "$SECOND/log"
@@ -140,7 +140,7 @@ else
 		wait "$SILT_PID" 2>/dev/null
 		SILT_PID=
 		if "$SILT_BIN" serve --core.dir "$DATA/data" --api.listen 127.0.0.1:0 --s3.listen 127.0.0.1:0 \
-			--nfs.listen 127.0.0.1:0 --webhdfs.listen 127.0.0.1:0 >"$CONF_TMP/single.log" 2>&1; then
+			--nfs.listen 127.0.0.1:0 --webhdfs.listen 127.0.0.1:0 --kafka.listen 127.0.0.1:0 >"$CONF_TMP/single.log" 2>&1; then
 			fail "cluster: the cluster's data dir without etcd is refused (it started)"
 		else
 			check "cluster: the cluster's data dir without etcd is refused" grep -q "belongs to cluster" "$CONF_TMP/single.log"
@@ -154,7 +154,7 @@ else
 		chmod 600 "$OTHER/other.key"
 		ETCD_BEFORE=$(curl -s "$ETCD_URL/v3/kv/range" -d '{"key":"L2NvbmZvcm1hbmNlLw==","range_end":"L2NvbmZvcm1hbmNlMA==","keys_only":true}' | jq -c '[.kvs[].key] | sort')
 		if "$SILT_BIN" serve --core.dir "$OTHER/data" --api.listen 127.0.0.1:0 --s3.listen 127.0.0.1:0 --nfs.listen 127.0.0.1:0 \
-			--webhdfs.listen 127.0.0.1:0 --auth.secrets_key_file "$OTHER/other.key" "${CLUSTER[@]}" >"$OTHER/log" 2>&1; then
+			--webhdfs.listen 127.0.0.1:0 --kafka.listen 127.0.0.1:0 --auth.secrets_key_file "$OTHER/other.key" "${CLUSTER[@]}" >"$OTHER/log" 2>&1; then
 			fail "cluster: a node with another secrets key is refused (it started)"
 		else
 			check "cluster: a node with another secrets key is refused, naming both keys" grep -q "seals S3 secrets with secrets key [0-9a-f]*, but this node's key (auth.secrets_key_file) is [0-9a-f]*" "$OTHER/log"

@@ -107,7 +107,7 @@ if "$SILT_BIN" stream describe acme/cli >/dev/null 2>&1; then fail "cli: the del
 TLSD=$(mktemp -d /tmp/silt-devtls.XXXXXX)
 read -r TLS_API TLS_S3 TLS_NFS TLS_HDFS <<<"$(free_ports 4)"
 (cd "$TLSD" && exec "$SILT_BIN" serve --dev-tls --api.listen 127.0.0.1:$TLS_API --s3.listen 127.0.0.1:$TLS_S3 \
-	--nfs.listen 127.0.0.1:$TLS_NFS --webhdfs.listen 127.0.0.1:$TLS_HDFS >"$TLSD/log" 2>&1) &
+	--nfs.listen 127.0.0.1:$TLS_NFS --webhdfs.listen 127.0.0.1:$TLS_HDFS --kafka.listen 127.0.0.1:0 >"$TLSD/log" 2>&1) &
 TLS_PID=$!
 for _ in $(seq 1 100); do
 	[ -s "$TLSD/silt-data/root.token" ] && grep -q 'silt serving' "$TLSD/log" && break

@@ -459,7 +459,7 @@ stop_silt
 SILT_DATA=$(mktemp -d /tmp/silt-conf.XXXXXX)
 read -r API_PORT S3_PORT NFS_PORT HDFS_PORT <<<"$(free_ports 4)"
 "$SILT_BIN" serve --dev-tls --core.dir "$SILT_DATA/data" --api.listen "127.0.0.1:$API_PORT" \
-	--s3.listen "127.0.0.1:$S3_PORT" --nfs.listen "127.0.0.1:$NFS_PORT" --webhdfs.listen "127.0.0.1:$HDFS_PORT" \
+	--s3.listen "127.0.0.1:$S3_PORT" --nfs.listen "127.0.0.1:$NFS_PORT" --webhdfs.listen "127.0.0.1:$HDFS_PORT" --kafka.listen 127.0.0.1:0 \
 	--tiering.max_lag 400ms --tiering.interval 100ms >"$SILT_DATA/silt.log" 2>&1 &
 SILT_PID=$!
 CA=$SILT_DATA/data/tls/ca.pem

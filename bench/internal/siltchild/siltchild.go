@@ -100,7 +100,7 @@ func (s *Server) Start() (time.Duration, error) {
 		return 0, fmt.Errorf("not starting silt serve: %w", err)
 	}
 	args := append([]string{"serve", "--core.dir", s.opts.Dir, "--api.listen", s.API, "--s3.listen", "127.0.0.1:0",
-		"--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--log.level", "warn"}, s.opts.Extra...)
+		"--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--kafka.listen", "127.0.0.1:0", "--log.level", "warn"}, s.opts.Extra...)
 	var cmd *exec.Cmd
 	if s.opts.Nofile > 0 {
 		// The shell execs silt, so the child's pid is silt's.
