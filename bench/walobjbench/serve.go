@@ -50,7 +50,7 @@ func startSilt(dir, etcdEndpoint, motoEndpoint string) (*siltProc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "serve", "--core.dir", filepath.Join(dir, "silt-data"),
-		"--api.listen", addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0",
+		"--api.listen", addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--kafka.listen", "127.0.0.1:0",
 		"--cluster.etcd.endpoints", etcdEndpoint, "--cluster.etcd.prefix", "/bench-silt/",
 		"--tiering.backend", "s3", "--tiering.s3.endpoint", motoEndpoint, "--tiering.s3.bucket", "tier2",
 		"--tiering.s3.path_style", "--tiering.s3.region", mototest.Region,
