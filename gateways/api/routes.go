@@ -196,6 +196,14 @@ func (s *Server) serveRoute(rt route) http.Handler {
 				return
 			}
 		}
+		// The system tenant is the server's own: no grant, not even
+		// admin on "*", lets a request change it.
+		if rt.changes() {
+			if err := names.CheckWritable(r.PathValue("tenant"), rt.verb()); err != nil {
+				s.fail(c, err)
+				return
+			}
+		}
 		o, err := rt.prepare(c)
 		if err != nil {
 			s.fail(c, err)
@@ -213,6 +221,28 @@ func (s *Server) serveRoute(rt route) http.Handler {
 			s.fail(c, err)
 		}
 	})
+}
+
+// changes reports whether the route changes something inside the tenant
+// of its path: every append, and every other admin route but a read.
+func (rt route) changes() bool {
+	if !strings.Contains(rt.pattern, "{tenant}") {
+		return false
+	}
+	return rt.action == acl.Append || rt.action == acl.Admin && !strings.HasPrefix(rt.pattern, "GET ")
+}
+
+// verb names what the route does to its tenant, for the reservation error.
+func (rt route) verb() string {
+	switch {
+	case rt.action == acl.Append:
+		return "append to"
+	case rt.pattern == "DELETE /v1/tenants/{tenant}":
+		return "delete"
+	case strings.HasPrefix(rt.pattern, "DELETE "):
+		return "delete in"
+	}
+	return "change"
 }
 
 // call is the state of one request.
