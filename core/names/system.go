@@ -3,6 +3,7 @@ package names
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // SystemTenant is the tenant silt keeps its own telemetry in (the
@@ -25,4 +26,17 @@ func CheckWritable(tenant, what string) error {
 		return fmt.Errorf("%w: cannot %s %s: %s", ErrReserved, what, tenant, SystemRule)
 	}
 	return nil
+}
+
+// SystemStreamTenant is the tenant a stream of the system tenant belongs
+// to: its name up to the first '.' when that is a tenant name
+// ("acme.requests" is acme's), else "" (server-wide streams, whose prefix
+// holds a '_' no tenant name can have). Only the server names these
+// streams, so the prefix is trusted.
+func SystemStreamTenant(stream string) string {
+	t, _, ok := strings.Cut(stream, ".")
+	if !ok || Tenant(t) != nil || t == SystemTenant {
+		return ""
+	}
+	return t
 }
