@@ -78,7 +78,7 @@ type Tierer struct {
 	now   func() time.Time
 	// onChunk is Options.OnChunk.
 	onChunk func(ChunkEvent)
-	m     *metrics
+	m       *metrics
 
 	cancel    context.CancelFunc
 	done      chan struct{}
