@@ -80,5 +80,8 @@ func (e *Event) tenantOf() string {
 	return e.Tenant
 }
 
-// millis is d in milliseconds, with microsecond resolution.
-func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// Millis is d in milliseconds, with microsecond resolution.
+func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// timeOf is when a request that took took arrived.
+func timeOf(took time.Duration) time.Time { return time.Now().Add(-took) }

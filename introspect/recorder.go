@@ -49,6 +49,9 @@ type Recorder struct {
 	log    *zap.Logger
 	gather prometheus.Gatherer
 
+	reader Reader // for Health (UseReader)
+	lister Lister
+
 	q       chan Event
 	flushes chan chan struct{}
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core/names"
+	"github.com/silt-io/silt/internal/httpmetrics"
 	smetrics "github.com/silt-io/silt/internal/metrics"
 )
 
@@ -113,6 +114,7 @@ func (s *Server) routeTable() []route {
 		{pattern: "DELETE /v1/grants/{grant}", action: acl.Admin, prepare: s.removeGrant},
 
 		{pattern: "GET /v1/cluster/nodes", action: acl.Admin, prepare: s.clusterNodes},
+		{pattern: "GET /v1/health", action: acl.Admin, prepare: s.health},
 	}
 }
 
@@ -299,6 +301,10 @@ func (s *Server) finish(c *call) {
 	// op is the route's pattern, never the path: paths carry tenant and
 	// stream names, which would make the series unbounded.
 	s.head.Observe(c.route, smetrics.HTTPStatus(status), c.w.bytes, elapsed)
+	if s.intro != nil {
+		s.intro.ObserveRequest(httpmetrics.Request{Head: "api", Op: c.route, Code: status, Bytes: c.w.bytes, Took: elapsed, Client: c.r.RemoteAddr,
+			Info: httpmetrics.Info{Principal: c.principal.Name, Tenant: c.r.PathValue("tenant"), Stream: c.r.PathValue("stream")}})
+	}
 	if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(
 			zap.String("request_id", c.id),

@@ -65,6 +65,9 @@ func (s *Server) deleteTenant(c *call) (op, error) {
 			return err
 		}
 		s.producers.ForgetTenant(name)
+		if s.intro != nil {
+			s.intro.ForgetTenant(c.r.Context(), name)
+		}
 		noContent(c.w)
 		return nil
 	}}, nil

@@ -20,7 +20,7 @@ func TestWrapCountsRequestsStatusClassesAndBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	byMethod := func(r *http.Request) string { return "Op" + r.Method }
-	h := Wrap(set.Heads.Head("s3"), byMethod, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := Wrap(set.Heads.Head("s3"), byMethod, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodPut:
 			w.WriteHeader(http.StatusForbidden)
@@ -47,7 +47,7 @@ func TestWrapCountsRequestsStatusClassesAndBytes(t *testing.T) {
 	do(http.MethodDelete)
 	// A body sent through io.Copy (as http.ServeContent does) is counted
 	// too, through ReadFrom.
-	h2 := Wrap(set.Heads.Head("webhdfs"), byMethod, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h2 := Wrap(set.Heads.Head("webhdfs"), byMethod, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := w.(io.ReaderFrom); !ok {
 			t.Error("wrapped writer lost io.ReaderFrom (sendfile)")
 		}
