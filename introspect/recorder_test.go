@@ -154,3 +154,40 @@ silt_introspect_events_dropped_total{reason="write_failed"} 0
 		t.Fatal(err)
 	}
 }
+
+// discardStore is a stand-in store whose appends store nothing, so that
+// BenchmarkRecord measures the hot path's side alone.
+type discardStore struct{ *core.Store }
+
+func (discardStore) Append(context.Context, core.AppendRequest) (core.AppendResult, error) {
+	return core.AppendResult{}, nil
+}
+
+// BenchmarkRecord is what a request pays to record its event: a copy onto
+// the queue (or a counted drop), never I/O.
+func BenchmarkRecord(b *testing.B) {
+	st := openStoreB(b)
+	r, err := New(DefaultConfig(), discardStore{st}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	e := Event{Kind: KindRequest, Head: "s3", Principal: "etl", Tenant: "acme", Stream: "clicks", Operation: "GetObject", Status: 200, Class: "ok", Bytes: 1 << 20, LatencyMS: 3.2, Client: "10.0.0.7:53506"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r.Record(e)
+		}
+	})
+}
+
+func openStoreB(b *testing.B) *core.Store {
+	cfg := core.DefaultConfig()
+	cfg.Dir = b.TempDir()
+	st, err := core.Open(cfg, zap.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}

@@ -77,3 +77,33 @@ silt_head_response_bytes_total{head="webhdfs"} 1000
 		t.Fatalf("duration series = %d, %v; want 4 (s3 GET, PUT, DELETE, webhdfs GET)", n, err)
 	}
 }
+
+// TestObserverGetsWhatTheHeadNoted checks that an observer is told of each
+// request with what the handler noted (Note), and that Note without an
+// observer does nothing.
+func TestObserverGetsWhatTheHeadNoted(t *testing.T) {
+	set := metrics.NewUnregistered(metrics.DefaultConfig())
+	var got []Request
+	h := Wrap(set.Heads.Head("s3"), func(*http.Request) string { return "GetObject" }, func(q Request) { got = append(got, q) },
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			Note(r, "", "acme", "clicks")
+			Note(r, "alice", "", "")
+			w.WriteHeader(http.StatusPartialContent)
+			io.WriteString(w, "12345")
+		}))
+	req := httptest.NewRequest(http.MethodGet, "/acme/clicks/x", nil)
+	req.RemoteAddr = "10.1.2.3:4567"
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if len(got) != 1 {
+		t.Fatalf("observer called %d times, want 1", len(got))
+	}
+	q := got[0]
+	if q.Head != "s3" || q.Op != "GetObject" || q.Code != 206 || q.Bytes != 5 || q.Client != "10.1.2.3:4567" ||
+		q.Principal != "alice" || q.Tenant != "acme" || q.Stream != "clicks" || q.Took <= 0 {
+		t.Fatalf("observed %+v", q)
+	}
+	// No observer: Note finds nothing to write to, and nothing breaks.
+	plain := Wrap(set.Heads.Head("s3"), func(*http.Request) string { return "GetObject" }, nil,
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { Note(r, "alice", "acme", "clicks") }))
+	plain.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+}
