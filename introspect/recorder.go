@@ -55,6 +55,11 @@ type Recorder struct {
 	q       chan Event
 	flushes chan chan struct{}
 
+	// Owned by run: when a failed write was last logged, and the events
+	// failed since.
+	lastWarn time.Time
+	unlogged int
+
 	dropped      *prometheus.CounterVec
 	droppedFull  prometheus.Counter
 	droppedWrite prometheus.Counter
@@ -315,9 +320,16 @@ func (r *Recorder) write(ctx context.Context, batch []Event) []Event {
 	return batch[:0]
 }
 
+// failed counts events that could not be stored and logs why, at most
+// once a minute (a store refusing every append would otherwise log at
+// every flush).
 func (r *Recorder) failed(stream string, n int, err error) {
 	r.droppedWrite.Add(float64(n))
-	r.log.Warn("introspect: events not stored", zap.String("stream", stream), zap.Int("events", n), zap.Error(err))
+	r.unlogged += n
+	if now := time.Now(); now.Sub(r.lastWarn) >= time.Minute {
+		r.log.Warn("introspect: events not stored", zap.String("stream", stream), zap.Int("events_since_last_warning", r.unlogged), zap.Error(err))
+		r.lastWarn, r.unlogged = now, 0
+	}
 }
 
 // tenantStream is the tenant whose streams get tenant's events: tenant if
