@@ -28,7 +28,7 @@ func TestSnapshotKeepsKeySeries(t *testing.T) {
 	}
 	want := map[string]float64{
 		`silt_head_requests_total{head="s3",op="GetObject",status="ok"}`: 2,
-		`silt_head_response_bytes_total{head="s3"}`:                       150,
+		`silt_head_response_bytes_total{head="s3"}`:                      150,
 	}
 	for k, v := range want {
 		if got, ok := e.Metrics[k]; !ok || got != v {
