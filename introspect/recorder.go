@@ -65,6 +65,12 @@ type Recorder struct {
 	droppedWrite prometheus.Counter
 	written      prometheus.Counter
 
+	// writing is held (read) by the writer for each batch and (write) by
+	// Forget, so that a batch that looked a tenant up before its deletion
+	// has finished before the tenant's streams go, and the next batch
+	// looks it up again.
+	writing sync.RWMutex
+
 	mu struct {
 		sync.Mutex
 		// tenants that exist, as last looked up; a deleted tenant is
@@ -198,6 +204,8 @@ func (r *Recorder) Forget(ctx context.Context, tenant string) {
 	if r == nil || tenant == names.SystemTenant {
 		return
 	}
+	r.writing.Lock()
+	defer r.writing.Unlock()
 	r.mu.Lock()
 	delete(r.mu.tenants, tenant)
 	r.mu.Unlock()
@@ -267,6 +275,8 @@ func (r *Recorder) write(ctx context.Context, batch []Event) []Event {
 	if len(batch) == 0 {
 		return batch
 	}
+	r.writing.RLock()
+	defer r.writing.RUnlock()
 	byStream := map[string][][]byte{}
 	for i := range batch {
 		e := &batch[i]
