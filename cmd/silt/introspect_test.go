@@ -291,6 +291,69 @@ func TestIntrospectionEvents(t *testing.T) {
 			t.Fatalf("acme.requests never readable over S3: %v", err)
 		}
 	}
+	// Over S3 the tenant admin lists its own system streams only, and
+	// another tenant's is refused as S3 refuses.
+	code, keys = s.call(s.token, "POST", "/v1/principals/acmeadm/s3-keys", "")
+	var akey struct {
+		ID     string `json:"access_key_id"`
+		Secret string `json:"secret_access_key"`
+	}
+	if json.Unmarshal([]byte(keys), &akey); code != 201 || akey.ID == "" {
+		t.Fatalf("issue an S3 key for acmeadm: %d %s", code, keys)
+	}
+	a3 := awss3.New(awss3.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://" + s.s3), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(akey.ID, akey.Secret, "")})
+	objs, err := a3.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String("silt-system")})
+	if err != nil {
+		t.Fatalf("tenant admin's listing of silt-system over S3: %v", err)
+	}
+	if len(objs.Contents) == 0 {
+		t.Error("tenant admin's S3 listing of silt-system is empty")
+	}
+	for _, o := range objs.Contents {
+		if !strings.HasPrefix(aws.ToString(o.Key), "acme.") {
+			t.Errorf("tenant admin's S3 listing of silt-system shows %s", aws.ToString(o.Key))
+		}
+	}
+	// Root reads other.requests' manifest; acmeadm is refused it.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		out, err := c3.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("silt-system"), Key: aws.String("other.requests/_manifest.json")})
+		if err == nil {
+			out.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("root never read other.requests/_manifest.json over S3: %v", err)
+		}
+	}
+	if out, err := a3.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("silt-system"), Key: aws.String("other.requests/_manifest.json")}); err == nil {
+		out.Body.Close()
+		t.Error("the tenant admin read another tenant's system stream over S3")
+	} else if !strings.Contains(err.Error(), "AccessDenied") {
+		t.Errorf("another tenant's system stream over S3: %v, want AccessDenied", err)
+	}
+}
+
+// TestIntrospectionOff checks the off switch: no system tenant, no
+// events, and silt health says why it has nothing.
+func TestIntrospectionOff(t *testing.T) {
+	s := startIntroServer(t, "--introspect.enabled=false")
+	s.must(201, s.token, "POST", "/v1/tenants", `{"name":"acme"}`)
+	var tenants struct {
+		Tenants []struct{ Name string } `json:"tenants"`
+	}
+	json.Unmarshal([]byte(s.must(200, s.token, "GET", "/v1/tenants", "")), &tenants)
+	if len(tenants.Tenants) != 1 || tenants.Tenants[0].Name != "acme" {
+		t.Errorf("tenants = %+v, want acme alone", tenants.Tenants)
+	}
+	s.must(404, s.token, "GET", "/v1/tenants/silt-system", "")
+	if b := s.must(501, s.token, "GET", "/v1/health", ""); !strings.Contains(b, "introspect.enabled=false") {
+		t.Errorf("/v1/health with introspection off: %s", b)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"health", "--server", "http://" + s.api, "--token", s.token}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "introspection is off") {
+		t.Errorf("silt health with introspection off: exit %d, %q", code, errb.String())
+	}
 }
 
 // TestHealthCounts makes a known mix of requests on tenant acme and checks
