@@ -2,7 +2,6 @@ package introspect
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -59,6 +58,8 @@ type Recorder struct {
 	// failed since.
 	lastWarn time.Time
 	unlogged int
+	// arena is the encoding buffer, kept between batches.
+	arena []byte
 
 	dropped      *prometheus.CounterVec
 	droppedFull  prometheus.Counter
@@ -277,16 +278,29 @@ func (r *Recorder) write(ctx context.Context, batch []Event) []Event {
 	}
 	r.writing.RLock()
 	defer r.writing.RUnlock()
-	byStream := map[string][][]byte{}
+	// Every event is encoded into one buffer, sliced once it has
+	// stopped growing.
+	type span struct {
+		stream     string
+		start, end int
+	}
+	spans := make([]span, 0, len(batch))
+	arena := r.arena[:0]
 	for i := range batch {
 		e := &batch[i]
-		b, err := json.Marshal(e)
-		if err != nil {
+		start := len(arena)
+		var err error
+		if arena, err = encode(arena, e); err != nil {
+			arena = arena[:start]
 			r.droppedWrite.Inc()
 			continue
 		}
-		name := StreamName(r.tenantStream(ctx, e.tenantOf()), e.Kind)
-		byStream[name] = append(byStream[name], b)
+		spans = append(spans, span{StreamName(r.tenantStream(ctx, e.tenantOf()), e.Kind), start, len(arena)})
+	}
+	r.arena = arena
+	byStream := map[string][][]byte{}
+	for _, sp := range spans {
+		byStream[sp.stream] = append(byStream[sp.stream], arena[sp.start:sp.end:sp.end])
 	}
 	streams := make([]string, 0, len(byStream))
 	for s := range byStream {
