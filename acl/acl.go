@@ -50,6 +50,16 @@
 // allows it, while admin on some other stream does not. Passing only
 // Resource{Tenant: t} demands admin on the tenant (or "*").
 //
+// # The system tenant
+//
+// The tenant silt-system (core/names.SystemTenant) holds silt's own
+// telemetry, one stream per tenant and kind ("acme.requests"). One rule is
+// derived from the grants for it: whoever holds admin on a tenant (the
+// tenant pattern, or "*") may read that tenant's streams there, and list
+// the system tenant to find them (Visible, VisibleTenants, StreamRanges
+// follow). No grant is stored for it, so it comes and goes with the admin
+// grant. Grants on silt-system itself work as on any tenant.
+//
 // # Anonymous
 //
 // Unauthenticated requests act as Anonymous. It may be granted like any

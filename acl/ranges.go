@@ -57,6 +57,9 @@ func (s *Store) VisibleTenants(p Principal) ([]string, bool) {
 		}
 		out = append(out, e.pat.Tenant)
 	}
+	if len(s.adminTenantsLocked(p)) > 0 {
+		out = append(out, names.SystemTenant)
+	}
 	slices.Sort(out)
 	return slices.Compact(out), false
 }
@@ -84,6 +87,11 @@ func (s *Store) StreamRanges(p Principal, a Action, tenant string) ([]NameRange,
 			out = append(out, NameRange{From: lit, To: nameAfterPrefix(lit)})
 		default: // every tenant, the whole tenant, a stream set
 			return nil, true
+		}
+	}
+	if tenant == names.SystemTenant && a == Read {
+		for _, t := range s.adminTenantsLocked(p) {
+			out = append(out, NameRange{From: t + ".", To: nameAfterPrefix(t + ".")})
 		}
 	}
 	slices.SortFunc(out, func(a, b NameRange) int { return strings.Compare(a.From, b.From) })

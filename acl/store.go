@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/silt-io/silt/core/names"
 )
 
 // KV is the durable key-value store the Store keeps its records in.
@@ -541,6 +543,35 @@ func (s *Store) Covers(p Principal, a Action, r Resource) bool {
 }
 
 func (s *Store) coversLocked(p Principal, a Action, r Resource) bool {
+	return s.grantsCoverLocked(p, a, r) || s.systemCoversLocked(p, a, r)
+}
+
+// systemCoversLocked is the rule of the system tenant's streams: reading a
+// tenant's own system stream ("<tenant>.<kind>", the introspection events
+// of that tenant) is allowed to whoever holds admin on the tenant itself.
+// No grant is made for it, so it follows the admin grant as it comes and
+// goes.
+func (s *Store) systemCoversLocked(p Principal, a Action, r Resource) bool {
+	if a != Read || r.Tenant != names.SystemTenant || r.Stream == "" {
+		return false
+	}
+	t := names.SystemStreamTenant(r.Stream)
+	return t != "" && s.grantsCoverLocked(p, Admin, Resource{Tenant: t})
+}
+
+// adminTenantsLocked are the tenants p holds admin on as a whole, whose
+// system streams it may read.
+func (s *Store) adminTenantsLocked(p Principal) []string {
+	var out []string
+	for _, e := range s.mu.byPrincipal[p.Name] {
+		if e.pat.Kind == PatternTenant && e.grant.Action == Admin && e.pat.Tenant != names.SystemTenant {
+			out = append(out, e.pat.Tenant)
+		}
+	}
+	return out
+}
+
+func (s *Store) grantsCoverLocked(p Principal, a Action, r Resource) bool {
 	for _, e := range s.mu.byPrincipal[p.Name] {
 		if e.grant.Action.implies(a) && e.pat.Matches(r) {
 			return true
@@ -563,7 +594,8 @@ func (s *Store) visibleLocked(p Principal, tenant string) bool {
 			return true
 		}
 	}
-	return false
+	// A tenant admin can list the system tenant to find its own streams.
+	return tenant == names.SystemTenant && len(s.adminTenantsLocked(p)) > 0
 }
 
 // Authorize allows a on r when Covers does, and also allows reading a tenant

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/silt-io/silt/core/names"
 	"github.com/silt-io/silt/core/vfs"
 )
 
@@ -555,5 +556,42 @@ func TestDescribeAfterRestart(t *testing.T) {
 		if strings.HasPrefix(e.Name(), "unused@") {
 			t.Fatalf("describing an unused stream made its directory %s", e.Name())
 		}
+	}
+}
+
+// TestSystemStreamsOutsideLimits checks that the system tenant's streams
+// count against neither stream limit: they neither take a user's place
+// nor are refused for the users' streams.
+func TestSystemStreamsOutsideLimits(t *testing.T) {
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.Limits.MaxStreams, cfg.Limits.MaxStreamsPerTenant = 2, 2
+	s, err := Open(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tn := range []string{"acme", names.SystemTenant} {
+		if _, err := s.CreateTenant(ctx, tn, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"x.requests", "x.denials", "x.tiering"} {
+		if _, err := s.CreateStream(ctx, names.SystemTenant, n, StreamConfig{}); err != nil {
+			t.Fatalf("system stream %s: %v", n, err)
+		}
+	}
+	for _, n := range []string{"a", "b"} {
+		if _, err := s.CreateStream(ctx, "acme", n, StreamConfig{}); err != nil {
+			t.Fatalf("user stream %s beside the system streams: %v", n, err)
+		}
+	}
+	_, err = s.CreateStream(ctx, "acme", "c", StreamConfig{})
+	if !errors.Is(err, ErrLimit) || !contains(err.Error(), "holds 2 streams") {
+		t.Fatalf("third user stream: %v, want the limit naming the 2 user streams", err)
+	}
+	if _, err := s.CreateStream(ctx, names.SystemTenant, "y.requests", StreamConfig{}); err != nil {
+		t.Fatalf("system stream at the limit: %v", err)
 	}
 }

@@ -406,11 +406,19 @@ func (s *Store) reserve(tenant, name string) (*tenantState, error) {
 	if _, creating := ts.creating[name]; existing != nil || creating {
 		return nil, fmt.Errorf("%w: stream %q in tenant %q", ErrExists, name, tenant)
 	}
+	// The system tenant's streams (introspect/) count against neither
+	// limit: they are the server's, at most a few per tenant, and a user
+	// who reached a limit must still be able to see why in them.
 	lim := s.cfg.Limits
-	if lim.MaxStreams > 0 && s.mu.streams >= lim.MaxStreams {
-		return nil, fmt.Errorf("%w: this node holds %d streams, the most it allows (core.limits.max_streams); delete streams or raise the limit", ErrLimit, s.mu.streams)
+	system := tenant == names.SystemTenant
+	users := s.mu.streams
+	if sys, ok := s.mu.tenants[names.SystemTenant]; ok {
+		users -= sys.count
 	}
-	if n := ts.count; lim.MaxStreamsPerTenant > 0 && n >= lim.MaxStreamsPerTenant {
+	if !system && lim.MaxStreams > 0 && users >= lim.MaxStreams {
+		return nil, fmt.Errorf("%w: this node holds %d streams, the most it allows (core.limits.max_streams); delete streams or raise the limit", ErrLimit, users)
+	}
+	if n := ts.count; !system && lim.MaxStreamsPerTenant > 0 && n >= lim.MaxStreamsPerTenant {
 		return nil, fmt.Errorf("%w: tenant %q holds %d streams, the most a tenant may have (core.limits.max_streams_per_tenant); delete streams or raise the limit", ErrLimit, tenant, n)
 	}
 	if ts.creating == nil {

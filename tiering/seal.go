@@ -241,6 +241,10 @@ func (t *Tierer) commitChunks(ctx context.Context, ss *streamState, seg *segStat
 	t.m.bytes.Add(float64(bytes))
 	for _, c := range recs {
 		t.m.visibility.Observe(now.Sub(c.FirstTime).Seconds())
+		if t.onChunk != nil {
+			t.onChunk(ChunkEvent{Tenant: ss.tenant, Stream: ss.name, Segment: seg.id, Time: now,
+				FirstOffset: c.FirstOffset, Events: c.Events, Bytes: c.Size, Lag: now.Sub(c.FirstTime)})
+		}
 	}
 
 	t.truncateTier1(ss, seg, false)
@@ -419,3 +423,18 @@ func (s *chunkSink) write(p []byte) error {
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ChunkEvent is a chunk committed to tier 2, or a failed attempt at one
+// (Err set, the chunk fields zero), for Options.OnChunk.
+type ChunkEvent struct {
+	Tenant, Stream, Segment string
+	Time                    time.Time
+	FirstOffset             uint64
+	Events                  int
+	Bytes                   int64
+	// Lag is how long the chunk's first event waited between its append
+	// and its commit to tier 2 (what silt_tier_visibility_seconds
+	// observes).
+	Lag time.Duration
+	Err error
+}

@@ -56,6 +56,11 @@ type Options struct {
 	Registerer prometheus.Registerer // nil: metrics are not registered
 	Now        func() time.Time      // nil: time.Now
 
+	// OnChunk, if set, is told of every chunk committed to tier 2 and of
+	// every failed attempt (introspection's tiering events). It is called
+	// on the tiering goroutine, after the commit, and must not block.
+	OnChunk func(ChunkEvent)
+
 	manual bool // tests drive scan themselves
 	// wrap, if set, wraps the store (tests count what a pass touches).
 	wrap func(tier1) tier1
@@ -71,7 +76,9 @@ type Tierer struct {
 	be    Backend
 	log   *zap.Logger
 	now   func() time.Time
-	m     *metrics
+	// onChunk is Options.OnChunk.
+	onChunk func(ChunkEvent)
+	m       *metrics
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -175,7 +182,7 @@ func New(cfg Config, store *core.Store, be Backend, o Options) (*Tierer, error) 
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	t := &Tierer{cfg: cfg, store: store, cat: store.Catalog(), be: be, log: o.Logger, now: o.Now, done: make(chan struct{})}
+	t := &Tierer{cfg: cfg, store: store, cat: store.Catalog(), be: be, log: o.Logger, now: o.Now, onChunk: o.OnChunk, done: make(chan struct{})}
 	if o.wrap != nil {
 		t.store = o.wrap(t.store)
 	}
@@ -454,7 +461,7 @@ const (
 func (t *Tierer) scanSegment(ctx context.Context, ss *streamState, seg *segState, info core.SegmentInfo) bool {
 	if err := t.countTier1(ctx, ss, seg, info); err != nil {
 		if ctx.Err() == nil {
-			t.fail(seg, err)
+			t.fail(ss, seg, err)
 		}
 		return false
 	}
@@ -486,7 +493,7 @@ func (t *Tierer) scanSegment(ctx context.Context, ss *streamState, seg *segState
 		}
 		if err = cmp.Or(err, countErr); err != nil {
 			if ctx.Err() == nil {
-				t.fail(seg, err)
+				t.fail(ss, seg, err)
 			}
 			return false
 		}
@@ -548,8 +555,11 @@ func encodedSize(enc core.Encoding, n int) int64 {
 // upload that succeeds again ends every other segment's wait
 // (tierBack), so that catch-up starts within seconds of tier 2's return
 // however long the outage was.
-func (t *Tierer) fail(seg *segState, err error) {
+func (t *Tierer) fail(ss *streamState, seg *segState, err error) {
 	now := t.now()
+	if t.onChunk != nil {
+		t.onChunk(ChunkEvent{Tenant: ss.tenant, Stream: ss.name, Segment: seg.id, Time: now, Err: err})
+	}
 	t.mu.Lock()
 	seg.failures++
 	backoff := t.cfg.Retry.Initial

@@ -29,11 +29,15 @@ type server struct {
 }
 
 func startServer(bin, dir string, extra []string) (*server, error) {
+	return startServerIn(bin, filepath.Join(dir, "http-server"), extra)
+}
+
+// startServerIn starts a server child on the data directory data.
+func startServerIn(bin, data string, extra []string) (*server, error) {
 	addr, err := benchdata.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	data := filepath.Join(dir, "http-server")
 	args := append([]string{"serve", "--core.dir", data, "--api.listen", addr, "--s3.listen", "127.0.0.1:0", "--nfs.listen", "127.0.0.1:0", "--webhdfs.listen", "127.0.0.1:0", "--kafka.listen", "127.0.0.1:0", "--log.level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr

@@ -17,7 +17,10 @@
 //     (http-floor): what the round trip costs before silt does anything;
 //   - the single synchronous HTTP producer again, in slices alternating
 //     with slices of the 1 KiB loop (http-paired), so that each ratio
-//     compares the two on the disk as it is at that moment.
+//     compares the two on the disk as it is at that moment;
+//   - 16 synchronous HTTP producers against a server with introspection
+//     on, in slices alternating with a server with it off (introspect):
+//     what recording an event per request costs.
 //
 // Targets are ratios, never timed assertions.
 package main
@@ -65,7 +68,7 @@ func main() {
 	silt := flag.String("silt", "bin/silt", "silt binary for the HTTP cases (build with make build)")
 	httpCases := flag.Bool("http", true, "run the HTTP cases against a silt serve child process")
 	serverFlags := flag.String("server-flags", "", "extra flags for the silt serve child, space separated (e.g. --api.max_inflight_bytes=67108864)")
-	cases := flag.String("cases", "inproc,streams,http-sync,http-batch,http-floor,http-paired", "cases to run besides the baselines, comma separated: inproc, streams, http-sync, http-batch, http-floor, http-paired")
+	cases := flag.String("cases", "inproc,streams,http-sync,http-batch,http-floor,http-paired,introspect", "cases to run besides the baselines, comma separated: inproc, streams, http-sync, http-batch, http-floor, http-paired, introspect")
 	floorAddr := flag.String("serve-floor", "", "run as the http-floor case's no-op server child on this address")
 	pairs := flag.Int("pairs", 10, "http-paired: pairs of slices (fsync loop, then one synchronous HTTP producer)")
 	slice := flag.Duration("slice", time.Second, "http-paired: length of each slice")
@@ -88,11 +91,11 @@ func main() {
 	want := map[string]bool{}
 	for _, c := range strings.Split(*cases, ",") {
 		switch c = strings.TrimSpace(c); c {
-		case "inproc", "streams", "http-sync", "http-batch", "http-floor", "http-paired":
+		case "inproc", "streams", "http-sync", "http-batch", "http-floor", "http-paired", "introspect":
 			want[c] = true
 		case "":
 		default:
-			fatal(fmt.Errorf("unknown case %q in -cases (want inproc, streams, http-sync, http-batch, http-floor or http-paired)", c))
+			fatal(fmt.Errorf("unknown case %q in -cases (want inproc, streams, http-sync, http-batch, http-floor, http-paired or introspect)", c))
 		}
 	}
 	// A run cut short leaves its data behind; start from nothing.
@@ -141,6 +144,11 @@ func main() {
 	report(append(loops, rs...), base1k, base64k)
 	if *httpCases && want["http-paired"] && *pairs > 0 {
 		if err := pairedRun(*silt, *dir, *pairs, *slice, strings.Fields(*serverFlags)); err != nil {
+			fatal(err)
+		}
+	}
+	if *httpCases && want["introspect"] && *pairs > 0 {
+		if err := introspectRun(*silt, *dir, *pairs, *slice, strings.Fields(*serverFlags)); err != nil {
 			fatal(err)
 		}
 	}

@@ -128,7 +128,7 @@ Client flags go before or after the verb.`,
 		c.GroupID = groupAccess
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.serveCmd(), a.clusterCmd(), a.versionCmd(), a.completionCmd(root)} {
+	for _, c := range []*cobra.Command{a.serveCmd(), a.clusterCmd(), a.healthCmd(), a.versionCmd(), a.completionCmd(root)} {
 		c.GroupID = groupOther
 		root.AddCommand(c)
 	}

@@ -12,17 +12,27 @@ import (
 	"github.com/silt-io/silt/gateways/webhdfs"
 	"github.com/silt-io/silt/internal/httpmetrics"
 	"github.com/silt-io/silt/internal/metrics"
+	"github.com/silt-io/silt/introspect"
 	"github.com/silt-io/silt/tiering"
 )
 
 // useHeadMetrics gives every head the request series they share (one
 // name, a head label) and the API the producer series.
-func useHeadMetrics(set *metrics.Set, apiSrv *api.Server, s3srv *s3.Server, nfssrv *nfs.Server, hdfssrv *webhdfs.Server) {
+// With introspection on, every head also reports each request to it.
+func useHeadMetrics(set *metrics.Set, apiSrv *api.Server, s3srv *s3.Server, nfssrv *nfs.Server, hdfssrv *webhdfs.Server, intro *introspect.Recorder) {
 	apiSrv.UseMetrics(set)
 	nfssrv.UseMetrics(set.Heads.Head("nfs"))
-	s3srv.Wrap(func(h http.Handler) http.Handler { return httpmetrics.Wrap(set.Heads.Head("s3"), s3srv.Operation, h) })
+	var obs httpmetrics.Observer
+	if intro != nil {
+		obs = intro.ObserveRequest
+		apiSrv.UseIntrospection(intro)
+		nfssrv.UseCalls(nfsEvents(intro))
+	}
+	s3srv.Wrap(func(h http.Handler) http.Handler {
+		return httpmetrics.Wrap(set.Heads.Head("s3"), s3srv.Operation, obs, h)
+	})
 	hdfssrv.Wrap(func(h http.Handler) http.Handler {
-		return httpmetrics.Wrap(set.Heads.Head("webhdfs"), hdfssrv.Operation, h)
+		return httpmetrics.Wrap(set.Heads.Head("webhdfs"), hdfssrv.Operation, obs, h)
 	})
 }
 

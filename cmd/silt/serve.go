@@ -29,6 +29,7 @@ import (
 	"github.com/silt-io/silt/internal/logging"
 	"github.com/silt-io/silt/internal/metrics"
 	"github.com/silt-io/silt/internal/tlsconf"
+	"github.com/silt-io/silt/introspect"
 	"github.com/silt-io/silt/tiering"
 	"github.com/silt-io/silt/tiering/tierview"
 )
@@ -52,6 +53,8 @@ type serveConfig struct {
 	Groups groups.Config `koanf:"groups"`
 	// Metrics bounds the series of /metrics (internal/metrics).
 	Metrics metrics.Config `koanf:"metrics"`
+	// Introspect is the telemetry kept in tenant silt-system (introspect/).
+	Introspect introspect.Config `koanf:"introspect"`
 
 	// Cluster is last: a single node never needs it.
 	Cluster cluster.Config `koanf:"cluster"`
@@ -93,9 +96,10 @@ func defaultServeConfig() serveConfig {
 		Log:   logging.DefaultConfig(),
 		Run:   runtimeConfig{GCPercent: 50},
 
-		Groups:  groups.DefaultConfig(),
-		Metrics: metrics.DefaultConfig(),
-		Cluster: cluster.DefaultConfig(),
+		Groups:     groups.DefaultConfig(),
+		Metrics:    metrics.DefaultConfig(),
+		Introspect: introspect.DefaultConfig(),
+		Cluster:    cluster.DefaultConfig(),
 	}
 }
 
@@ -109,7 +113,7 @@ func (c serveConfig) Validate() error {
 	if c.Cluster.Enabled() && c.Cluster.Durability == cluster.DurabilityCluster && c.Tier.Backend != "s3" {
 		return fmt.Errorf("cluster.durability cluster needs tiering.backend s3 (the write-ahead objects go to its bucket), not %q: set tiering.backend s3, or cluster.durability local", c.Tier.Backend)
 	}
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.Kafka.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.Introspect.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.Kafka.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
 }
 
 // serve runs the server until ctx is cancelled, on what start took.
@@ -184,7 +188,15 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	if c, ok := backend.(io.Closer); ok {
 		defer c.Close()
 	}
-	tierer, err := tiering.New(cfg.Tier, store, backend, tiering.Options{Logger: log.Named("tiering"), Registerer: reg})
+	// The introspection recorder starts before the parts that report to
+	// it and is closed after them (deferred earlier), so that their last
+	// events are written; it is closed before the store.
+	intro, err := startIntrospect(cfg, store, reg, log)
+	if err != nil {
+		return err
+	}
+	defer intro.Close()
+	tierer, err := tiering.New(cfg.Tier, store, backend, tiering.Options{Logger: log.Named("tiering"), Registerer: reg, OnChunk: chunkEvents(intro)})
 	if err != nil {
 		return err
 	}
@@ -202,11 +214,17 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 		authz, auth.Insecure = acl.InsecureDev(acls), true
 		log.Warn("INSECURE: auth.insecure_dev is on — every request is allowed without a token; never use this outside a local experiment")
 	}
+	// Denials are recorded where every head asks (one wrapped authorizer
+	// per head, so that each event names its head).
+	auth.Authz = intro.Authorizer("api", authz)
 	srv, err := api.New(cfg.API, store, auth, log.Named("api"), reg)
 	if err != nil {
 		return err
 	}
 	srv.UseTiering(tierer)
+	if intro != nil {
+		intro.UseReader(srv, store)
+	}
 	gc, err := groups.New(cfg.Groups, store.Catalog(), srv.GroupSource(), reg)
 	if err != nil {
 		return err
@@ -217,7 +235,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 		return err
 	}
 	tv := tierview.New(store, backend)
-	s3srv, err := s3.New(cfg.S3, tv, acls, authz, log.Named("s3"))
+	s3srv, err := s3.New(cfg.S3, tv, acls, intro.Authorizer("s3", authz), log.Named("s3"))
 	if err != nil {
 		return err
 	}
@@ -227,7 +245,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	if err != nil {
 		return fmt.Errorf("nfs handle key: %w", err)
 	}
-	nfssrv, err := nfs.New(cfg.NFS, tv, authz, handleKey, log.Named("nfs"))
+	nfssrv, err := nfs.New(cfg.NFS, tv, intro.Authorizer("nfs", authz), handleKey, log.Named("nfs"))
 	if err != nil {
 		return err
 	}
@@ -236,7 +254,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	if err != nil {
 		return fmt.Errorf("webhdfs signing key: %w", err)
 	}
-	hdfssrv, err := webhdfs.New(cfg.HDFS, tv, acls.Authenticate, acls.IssueToken, authz, signKey, log.Named("webhdfs"))
+	hdfssrv, err := webhdfs.New(cfg.HDFS, tv, acls.Authenticate, acls.IssueToken, intro.Authorizer("webhdfs", authz), signKey, log.Named("webhdfs"))
 	if err != nil {
 		return err
 	}
@@ -259,7 +277,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	// Kafka consumer groups are the reader groups of the API.
 	kafkasrv.UseGroups(gc)
 	kafkasrv.UseMetrics(shared)
-	useHeadMetrics(shared, srv, s3srv, nfssrv, hdfssrv)
+	useHeadMetrics(shared, srv, s3srv, nfssrv, hdfssrv, intro)
 	apiLn, s3Ln, nfsLn, hdfsLn, kafkaLn := st.api, st.s3, st.nfs, st.hdfs, st.kafka
 	// Every head admits connections within its caps (conns.go).
 	adm, err := newAdmission(reg, log)

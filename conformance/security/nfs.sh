@@ -97,7 +97,7 @@ if seed_nfs; then
 	check "nfs secure, nobody: MNT from an unreserved port → MNT3ERR_ACCES" grep -q MNT3ERR_ACCES <<<"$out"
 	# libnfs as root binds a reserved port and sends the uid it is given.
 	expect_eq "nfs secure, root uid=0 (mapped to root): another tenant's chunk" "$(reads root "$SECRET" "&uid=0&gid=0")" yes
-	expect_eq "nfs secure, root uid=0 (mapped to root): / lists every tenant" "$(tenants root "&uid=0&gid=0")" "acme other pub "
+	expect_eq "nfs secure, root uid=0 (mapped to root): / lists every tenant" "$(tenants root "&uid=0&gid=0")" "acme other pub silt-system "
 	expect_eq "nfs secure, root uid=1000 (mapped to alice): alice's chunk" "$(reads root "$CLICKS" "&uid=1000&gid=1000")" yes
 	expect_eq "nfs secure, root uid=1000 (mapped to alice): not another tenant's" "$(reads root "$SECRET" "&uid=1000&gid=1000")" no
 	expect_eq "nfs secure, root uid=1000 (mapped to alice): / lists acme" "$(tenants root "&uid=1000&gid=1000")" "acme "

@@ -49,7 +49,7 @@ expect_eq "nfs-cat: the manifest lists every chunk file" "${listed:-none}" "$fil
 # Listing: tenants, stream, segment directories, chunk files.
 "${NT[@]}" nfs-ls -R "$(nfsurl /)" >"$NFSD/ls" 2>"$NFSD/ls.err"
 check "nfs-ls -R of / succeeds" test -s "$NFSD/ls"
-expect_eq "nfs-ls -R: tenants" "$(awk '$6 !~ /\// {print $1, $6}' "$NFSD/ls" | sort | tr '\n' ' ')" "dr-xr-xr-x acme dr-xr-xr-x other "
+expect_eq "nfs-ls -R: tenants" "$(awk '$6 !~ /\// {print $1, $6}' "$NFSD/ls" | sort | tr '\n' ' ')" "dr-xr-xr-x acme dr-xr-xr-x other dr-xr-xr-x silt-system "
 expect_eq "nfs-ls -R: stream directories" "$(awk '$1 ~ /^d/ && $6 ~ /^acme\/clicks\// {print $6}' "$NFSD/ls" | sort | tr '\n' ' ')" "acme/clicks/segment=0 acme/clicks/segment=1 "
 check "nfs-ls -R: the manifest is a file" grep -qE '^-r--r--r-- .* acme/clicks/_manifest\.json$' "$NFSD/ls"
 awk '$1 ~ /^-/ && $6 ~ /^acme\/clicks\/segment=[01]\/[0-9]+-[0-9]+\.txt$/ {print $6, $5}' "$NFSD/ls" | sort >"$NFSD/chunks"

@@ -69,6 +69,7 @@ var errTable = []struct {
 	{core.ErrInvalid, http.StatusBadRequest, "invalid_argument"},
 	{acl.ErrInvalid, http.StatusBadRequest, "invalid_argument"},
 	{names.ErrInvalid, http.StatusBadRequest, "invalid_argument"},
+	{names.ErrReserved, http.StatusForbidden, "reserved"},
 	{groups.ErrNotFound, http.StatusNotFound, "not_found"},
 	{groups.ErrExists, http.StatusConflict, "already_exists"},
 	{groups.ErrInvalid, http.StatusBadRequest, "invalid_argument"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/core/names"
+	"github.com/silt-io/silt/internal/httpmetrics"
 	smetrics "github.com/silt-io/silt/internal/metrics"
 )
 
@@ -113,6 +114,7 @@ func (s *Server) routeTable() []route {
 		{pattern: "DELETE /v1/grants/{grant}", action: acl.Admin, prepare: s.removeGrant},
 
 		{pattern: "GET /v1/cluster/nodes", action: acl.Admin, prepare: s.clusterNodes},
+		{pattern: "GET /v1/health", action: acl.Admin, prepare: s.health},
 	}
 }
 
@@ -196,6 +198,14 @@ func (s *Server) serveRoute(rt route) http.Handler {
 				return
 			}
 		}
+		// The system tenant is the server's own: no grant, not even
+		// admin on "*", lets a request change it.
+		if rt.changes() {
+			if err := names.CheckWritable(r.PathValue("tenant"), rt.verb()); err != nil {
+				s.fail(c, err)
+				return
+			}
+		}
 		o, err := rt.prepare(c)
 		if err != nil {
 			s.fail(c, err)
@@ -213,6 +223,28 @@ func (s *Server) serveRoute(rt route) http.Handler {
 			s.fail(c, err)
 		}
 	})
+}
+
+// changes reports whether the route changes something inside the tenant
+// of its path: every append, and every other admin route but a read.
+func (rt route) changes() bool {
+	if !strings.Contains(rt.pattern, "{tenant}") {
+		return false
+	}
+	return rt.action == acl.Append || rt.action == acl.Admin && !strings.HasPrefix(rt.pattern, "GET ")
+}
+
+// verb names what the route does to its tenant, for the reservation error.
+func (rt route) verb() string {
+	switch {
+	case rt.action == acl.Append:
+		return "append to"
+	case rt.pattern == "DELETE /v1/tenants/{tenant}":
+		return "delete"
+	case strings.HasPrefix(rt.pattern, "DELETE "):
+		return "delete in"
+	}
+	return "change"
 }
 
 // call is the state of one request.
@@ -269,6 +301,10 @@ func (s *Server) finish(c *call) {
 	// op is the route's pattern, never the path: paths carry tenant and
 	// stream names, which would make the series unbounded.
 	s.head.Observe(c.route, smetrics.HTTPStatus(status), c.w.bytes, elapsed)
+	if s.intro != nil {
+		s.intro.ObserveRequest(httpmetrics.Request{Head: "api", Op: c.route, Code: status, Bytes: c.w.bytes, Took: elapsed, Client: c.r.RemoteAddr,
+			Info: httpmetrics.Info{Principal: c.principal.Name, Tenant: c.r.PathValue("tenant"), Stream: c.r.PathValue("stream")}})
+	}
 	if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(
 			zap.String("request_id", c.id),

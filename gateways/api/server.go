@@ -167,6 +167,7 @@ type Server struct {
 	groups  *groups.Coordinator // nil: no reader groups (501)
 	dtokens DelegationTokens    // nil: no WebHDFS head
 	cluster Cluster             // nil: a single node
+	intro   Introspection       // nil: introspection off (no events, no /v1/health)
 }
 
 // New builds a server over store. Metrics are registered on reg; when reg

@@ -24,6 +24,9 @@ func (s *Server) createTenant(c *call) (op, error) {
 	if err := names.Tenant(req.Name); err != nil {
 		return op{}, err
 	}
+	if err := names.CheckWritable(req.Name, "create"); err != nil {
+		return op{}, err
+	}
 	return op{res: acl.Resource{}, run: func() error {
 		t, err := s.store.CreateTenant(c.r.Context(), req.Name, req.Metadata)
 		if err != nil {
@@ -62,6 +65,9 @@ func (s *Server) deleteTenant(c *call) (op, error) {
 			return err
 		}
 		s.producers.ForgetTenant(name)
+		if s.intro != nil {
+			s.intro.ForgetTenant(c.r.Context(), name)
+		}
 		noContent(c.w)
 		return nil
 	}}, nil

@@ -50,6 +50,7 @@ type Server struct {
 	indexes *dirIndexes // the cookie cache's fallback, see cookieindex.go
 	files   *openFiles  // recently read files, see openfiles.go
 	met     *metrics.Head
+	calls   func(Call) // introspection events (UseCalls); nil: none
 	log     *zap.Logger
 }
 
@@ -308,6 +309,7 @@ func (s *Server) mount(c gonfs.Caller, raw string) (gonfs.MountStatus, *viewFS, 
 		return gonfs.MountStatusErrAcces, nil, err
 	}
 	root := s.fss[best][principal]
+	noteCall(c, principal, p, nil)
 	var base []string
 	if rest := strings.TrimPrefix(strings.TrimPrefix(p, root.root), "/"); rest != "" {
 		base = strings.Split(rest, "/")
@@ -428,7 +430,9 @@ func (h *handler) FromHandle(c gonfs.Caller, b []byte) (billy.Filesystem, []stri
 	if err != nil {
 		return nil, nil, &gonfs.AuthError{AuthStat: gonfs.AuthStatTooWeak}
 	}
-	return s.fss[exp][principal], p, nil
+	fs := s.fss[exp][principal]
+	noteCall(c, principal, fs.root, p)
+	return fs, p, nil
 }
 
 // InvalidateHandle does nothing: handles hold no server state.

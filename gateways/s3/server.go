@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/internal/httpmetrics"
 	"github.com/silt-io/silt/internal/httpserve"
 	"github.com/silt-io/silt/view"
 )
@@ -104,11 +105,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, errWrite)
 		return
 	}
+	bucket, key := s.route(r)
+	stream, _, _ := strings.Cut(key, "/")
+	httpmetrics.Note(r, "", bucket, stream)
 	p, err := s.authenticate(r)
 	if err != nil {
 		s.fail(w, r, err, targetBucket)
 		return
 	}
+	httpmetrics.Note(r, p.Name, "", "")
 	q := r.URL.Query()
 	for _, sub := range unsupported {
 		if q.Has(sub) {
@@ -117,7 +122,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h := &handler{s: s, v: acl.Wrap(s.view, s.authz, p), anonymous: p == acl.Anonymous, w: w, r: r}
-	bucket, key := s.route(r)
 	switch {
 	case bucket == "":
 		h.listBuckets()

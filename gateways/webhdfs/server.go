@@ -30,6 +30,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/acl"
+	"github.com/silt-io/silt/internal/httpmetrics"
 	"github.com/silt-io/silt/internal/httpserve"
 	"github.com/silt-io/silt/view"
 )
@@ -142,6 +143,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		principal, how, err = s.authenticate(r, q)
 	}
+	noteRequest(r, principal.Name, p)
 	if err != nil {
 		s.fail(w, r, err, p)
 		return
@@ -241,4 +243,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, p strin
 			zap.String("op", r.URL.Query().Get("op")), zap.Error(err))
 	}
 	writeErr(w, e)
+}
+
+// noteRequest tells the request observer (introspection) who asked about
+// which tenant and stream; p is the request's view path.
+func noteRequest(r *http.Request, principal, p string) {
+	parts := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 3)
+	tenant, stream := parts[0], ""
+	if len(parts) > 1 {
+		stream = parts[1]
+	}
+	httpmetrics.Note(r, principal, tenant, stream)
 }

@@ -20,7 +20,7 @@ func TestWrapCountsRequestsStatusClassesAndBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	byMethod := func(r *http.Request) string { return "Op" + r.Method }
-	h := Wrap(set.Heads.Head("s3"), byMethod, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := Wrap(set.Heads.Head("s3"), byMethod, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodPut:
 			w.WriteHeader(http.StatusForbidden)
@@ -47,7 +47,7 @@ func TestWrapCountsRequestsStatusClassesAndBytes(t *testing.T) {
 	do(http.MethodDelete)
 	// A body sent through io.Copy (as http.ServeContent does) is counted
 	// too, through ReadFrom.
-	h2 := Wrap(set.Heads.Head("webhdfs"), byMethod, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h2 := Wrap(set.Heads.Head("webhdfs"), byMethod, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := w.(io.ReaderFrom); !ok {
 			t.Error("wrapped writer lost io.ReaderFrom (sendfile)")
 		}
@@ -76,4 +76,34 @@ silt_head_response_bytes_total{head="webhdfs"} 1000
 	if n, err := testutil.GatherAndCount(reg, "silt_head_request_duration_seconds"); err != nil || n != 4 {
 		t.Fatalf("duration series = %d, %v; want 4 (s3 GET, PUT, DELETE, webhdfs GET)", n, err)
 	}
+}
+
+// TestObserverGetsWhatTheHeadNoted checks that an observer is told of each
+// request with what the handler noted (Note), and that Note without an
+// observer does nothing.
+func TestObserverGetsWhatTheHeadNoted(t *testing.T) {
+	set := metrics.NewUnregistered(metrics.DefaultConfig())
+	var got []Request
+	h := Wrap(set.Heads.Head("s3"), func(*http.Request) string { return "GetObject" }, func(q Request) { got = append(got, q) },
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			Note(r, "", "acme", "clicks")
+			Note(r, "alice", "", "")
+			w.WriteHeader(http.StatusPartialContent)
+			io.WriteString(w, "12345")
+		}))
+	req := httptest.NewRequest(http.MethodGet, "/acme/clicks/x", nil)
+	req.RemoteAddr = "10.1.2.3:4567"
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if len(got) != 1 {
+		t.Fatalf("observer called %d times, want 1", len(got))
+	}
+	q := got[0]
+	if q.Head != "s3" || q.Op != "GetObject" || q.Code != 206 || q.Bytes != 5 || q.Client != "10.1.2.3:4567" ||
+		q.Principal != "alice" || q.Tenant != "acme" || q.Stream != "clicks" || q.Took <= 0 {
+		t.Fatalf("observed %+v", q)
+	}
+	// No observer: Note finds nothing to write to, and nothing breaks.
+	plain := Wrap(set.Heads.Head("s3"), func(*http.Request) string { return "GetObject" }, nil,
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { Note(r, "alice", "acme", "clicks") }))
+	plain.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 }

@@ -23,6 +23,16 @@ type Caller struct {
 	Flavor AuthFlavor
 	// UID and GID are the AUTH_SYS credential's; 0 for AUTH_NONE.
 	UID, GID uint32
+	// Note is where the Handler records whom a call acted as and on
+	// which path, for Observe (patched in); one per call.
+	Note *CallNote
+}
+
+// CallNote is what the Handler learned about a call (patched in).
+type CallNote struct {
+	Principal string
+	// Path is the file system path the call's handle named.
+	Path string
 }
 
 // RFC 5531's limits on an AUTH_SYS credential (authsys_parms).

@@ -231,7 +231,7 @@ func (c *conn) serveOne(ctx context.Context, w *response) bool {
 				failure = e
 			}
 		}
-		c.Server.Observe(procName(w.req.Header.Prog, w.req.Header.Proc), time.Since(start), w.sent, failure)
+		c.Server.Observe(Call{Proc: procName(w.req.Header.Prog, w.req.Header.Proc), Conn: c.Conn, Note: w.note}, time.Since(start), w.sent, failure)
 	}
 	if err != nil {
 		Log.Errorf("error handling req: %v", err)
@@ -265,6 +265,7 @@ func (c *conn) handle(ctx context.Context, w *response) error {
 		}
 		return c.err(ctx, w, authErr)
 	}
+	caller.Note = &w.note
 	w.caller = caller
 	handler := c.Server.handlerFor(w.req.Header.Prog, w.req.Header.Proc)
 	if handler == nil {
@@ -354,7 +355,8 @@ type response struct {
 	err       error
 	errorFmt  func(error) RPCError
 	req       *request
-	caller    Caller // who sent req (patched in)
+	caller    Caller   // who sent req (patched in)
+	note      CallNote // what the Handler noted of req, for Observe (patched in)
 	// tail is sent after the buffer (READ data from a mapped file), and
 	// release runs once it has been.
 	tail    []byte

@@ -23,7 +23,7 @@ type Server struct {
 	// it took from its arrival, the bytes of the reply written, and the
 	// error it was answered with or that failed it, nil for success
 	// (patched in, for metrics).
-	Observe func(proc string, took time.Duration, sent int64, err error)
+	Observe func(c Call, took time.Duration, sent int64, err error)
 	// IdleTimeout, when positive, closes a connection that has had no
 	// request in flight and received none for that long, or that has
 	// left a reply unread for that long (patched in).
@@ -46,6 +46,14 @@ const (
 	// ConnIdleClosed: it is being closed after IdleTimeout.
 	ConnIdleClosed
 )
+
+// Call is an answered call, for Observe (patched in): its procedure's
+// name, the connection it came on and what the Handler noted of it.
+type Call struct {
+	Proc string
+	Conn net.Conn
+	Note CallNote
+}
 
 // procName names a call for Observe.
 func procName(prog, proc uint32) string {
