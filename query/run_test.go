@@ -76,7 +76,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "since and until over event time",
 			// now = t0+1h; events at 20s..65s after t0 are inside.
-			q:    `from acme/clicks since -59m40s until "2026-01-02T10:01:06Z" | project _offset, _segment`,
+			q: `from acme/clicks since -59m40s until "2026-01-02T10:01:06Z" | project _offset, _segment`,
 			want: `{"_offset":1,"_segment":"0"}
 {"_offset":1,"_segment":"1"}
 {"_offset":2,"_segment":"1"}`,
