@@ -23,15 +23,19 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d:%d: %s", e.Line, e.Column, e.Msg)
+	if e.Snippet == "" {
+		return e.Summary()
+	}
+	return e.Summary() + "\n" + e.Snippet
+}
+
+// Summary is the error on one line: position, message and hint.
+func (e *Error) Summary() string {
+	s := fmt.Sprintf("%d:%d: %s", e.Line, e.Column, e.Msg)
 	if e.Hint != "" {
-		b.WriteString("; " + e.Hint)
+		s += "; " + e.Hint
 	}
-	if e.Snippet != "" {
-		b.WriteString("\n" + e.Snippet)
-	}
-	return b.String()
+	return s
 }
 
 // errAt builds an Error at a byte offset; bind fills in line, column and

@@ -113,6 +113,12 @@ func (s *Server) routeTable() []route {
 		{pattern: "DELETE /v1/grants/{grant}", action: acl.Admin, prepare: s.removeGrant},
 
 		{pattern: "GET /v1/cluster/nodes", action: acl.Admin, prepare: s.clusterNodes},
+
+		{pattern: "POST /v1/queries", action: acl.Read, prepare: s.submitQuery},
+		{pattern: "GET /v1/queries", anyCaller: true, prepare: s.listQueries},
+		{pattern: "GET /v1/queries/{handle}", action: acl.Read, prepare: s.getQuery},
+		{pattern: "DELETE /v1/queries/{handle}", action: acl.Read, prepare: s.cancelQuery},
+		{pattern: "GET /v1/queries/{handle}/results", action: acl.Read, prepare: s.queryResults},
 	}
 }
 

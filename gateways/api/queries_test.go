@@ -1,0 +1,254 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/silt-io/silt/query"
+	"github.com/silt-io/silt/query/jobs"
+)
+
+// useQueries connects a job manager over the env's store and catalog, as
+// silt serve does.
+func (e *env) useQueries(cfg jobs.Config) *jobs.Manager {
+	e.t.Helper()
+	m, err := jobs.Open(cfg, e.store, e.store.Catalog(), e.acl, zaptest.NewLogger(e.t))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { m.Close() })
+	e.srv.UseQueries(m)
+	return m
+}
+
+// clickEvents go to acme/clicks through the API, one ndjson body per
+// segment.
+func (e *env) clickEvents() {
+	e.t.Helper()
+	e.mkStream("acme", "clicks", "lines", 2)
+	for seg, body := range map[string]string{
+		"0": `{"status":200,"head":"s3","principal":"ann","latency_ms":10}
+{"status":503,"head":"s3","principal":"bob","latency_ms":300}
+{"status":500,"head":"nfs","principal":"ann","latency_ms":50}
+`,
+		"1": `{"status":502,"head":"s3","principal":"bob","latency_ms":100}
+{"status":500,"head":"s3","principal":"ann","latency_ms":70}
+`,
+	} {
+		e.must(http.StatusOK, req{method: "POST", path: eventsPath("acme", "clicks") + "?segment=" + seg,
+			body: []byte(body), contentType: "application/x-ndjson"})
+	}
+}
+
+func (e *env) submit(token, text string) reply {
+	e.t.Helper()
+	return e.do(req{method: "POST", path: "/v1/queries", token: token, body: jsonBody(e.t, map[string]any{"query": text})})
+}
+
+// waitJob polls the job until it has ended.
+func (e *env) waitJob(token, handle string) jobs.Job {
+	e.t.Helper()
+	for {
+		var j jobs.Job
+		rep := e.do(req{method: "GET", path: "/v1/queries/" + handle, token: token})
+		if rep.status != http.StatusOK {
+			e.t.Fatalf("GET job: %d %s", rep.status, rep.body)
+		}
+		rep.json(e.t, &j)
+		if j.State != jobs.Running {
+			return j
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestQueryJobResults(t *testing.T) {
+	e := newEnv(t)
+	e.useQueries(jobs.DefaultConfig())
+	e.clickEvents()
+	ann := e.user("ann", "read:acme/clicks")
+
+	rep := e.submit(ann, `from acme/clicks | where status >= 500 and head == "s3" | stats count(), p99(latency_ms), max(status) by principal | sort -count`)
+	if rep.status != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", rep.status, rep.body)
+	}
+	var j jobs.Job
+	rep.json(t, &j)
+	if j.State != jobs.Running || !jobs.ValidHandle(j.Handle) || rep.header.Get("Location") != "/v1/queries/"+j.Handle {
+		t.Fatalf("submitted job %+v, Location %q", j, rep.header.Get("Location"))
+	}
+	j = e.waitJob(ann, j.Handle)
+	if j.State != jobs.Succeeded || j.Rows != 2 || strings.Join(j.Columns, ",") != "principal,count,p99_latency_ms,max_status" {
+		t.Fatalf("job %+v", j)
+	}
+	if p := j.Progress; p.EventsScanned != 5 || p.EventsTotal != 5 || p.Percent != 100 || p.BytesScanned == 0 {
+		t.Fatalf("progress %+v", p)
+	}
+
+	// s3 5xx: bob 503 (300 ms) and 502 (100 ms); ann 500 (70 ms).
+	wantJSON := `{"principal":"bob","count":2,"p99_latency_ms":300,"max_status":503}
+{"principal":"ann","count":1,"p99_latency_ms":70,"max_status":500}
+`
+	res := e.do(req{method: "GET", path: "/v1/queries/" + j.Handle + "/results", token: ann})
+	if res.status != http.StatusOK || string(res.body) != wantJSON || res.header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("results: %d %q %s", res.status, res.header.Get("Content-Type"), res.body)
+	}
+	wantCSV := "principal,count,p99_latency_ms,max_status\nbob,2,300,503\nann,1,70,500\n"
+	res = e.do(req{method: "GET", path: "/v1/queries/" + j.Handle + "/results", token: ann, header: map[string]string{"Accept": "text/csv"}})
+	if res.status != http.StatusOK || string(res.body) != wantCSV {
+		t.Fatalf("csv results: %d %s", res.status, res.body)
+	}
+	res = e.do(req{method: "GET", path: "/v1/queries/" + j.Handle + "/results?format=csv", token: ann})
+	if string(res.body) != wantCSV {
+		t.Fatalf("format=csv: %s", res.body)
+	}
+
+	// The result stream is an ordinary stream the submitter may read.
+	raw := e.do(req{method: "GET", path: eventsPath("silt-system", "query-"+j.Handle) + "?format=raw", token: ann})
+	if raw.status != http.StatusOK || string(raw.body) != wantJSON {
+		t.Fatalf("result stream: %d %s", raw.status, raw.body)
+	}
+
+	// The submitter sees the job in its list; another principal does not.
+	var list queryList
+	e.must(http.StatusOK, req{method: "GET", path: "/v1/queries", token: ann}).json(t, &list)
+	if len(list.Queries) != 1 || list.Queries[0].Handle != j.Handle {
+		t.Fatalf("ann's list %+v", list)
+	}
+	cat := e.user("cat", "read:acme/clicks")
+	e.must(http.StatusOK, req{method: "GET", path: "/v1/queries", token: cat}).json(t, &list)
+	if len(list.Queries) != 0 {
+		t.Fatalf("cat's list %+v", list)
+	}
+	// …nor the job itself, nor its results.
+	for _, p := range []string{"/v1/queries/" + j.Handle, "/v1/queries/" + j.Handle + "/results"} {
+		if r := e.do(req{method: "GET", path: p, token: cat}); r.status != http.StatusForbidden {
+			t.Fatalf("cat GET %s: %d %s", p, r.status, r.body)
+		}
+	}
+}
+
+func TestQueryACL(t *testing.T) {
+	e := newEnv(t)
+	e.useQueries(jobs.DefaultConfig())
+	e.clickEvents()
+	e.mkStream("acme", "users", "lines", 1)
+	e.mkStream("other", "secret", "lines", 1)
+	bob := e.user("bob", "read:acme/users")
+
+	for name, text := range map[string]string{
+		"from":          `from acme/clicks | head 1`,
+		"second stream": `from acme/users, acme/clicks`,
+		"join":          `from acme/users | join (from other/secret) on principal`,
+		"result tenant": `from silt-system/anything`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			rep := e.submit(bob, text)
+			if rep.status != http.StatusForbidden || rep.errCode(t) != "forbidden" {
+				t.Fatalf("%d %s", rep.status, rep.body)
+			}
+		})
+	}
+	// A stream that does not exist is 404 only for a caller who may read
+	// it.
+	rep := e.submit(e.root, `from acme/nothing`)
+	if rep.status != http.StatusNotFound {
+		t.Fatalf("missing stream: %d %s", rep.status, rep.body)
+	}
+	if rep := e.submit("", `from acme/users`); rep.status != http.StatusUnauthorized {
+		t.Fatalf("anonymous: %d %s", rep.status, rep.body)
+	}
+}
+
+func TestQueryBadText(t *testing.T) {
+	e := newEnv(t)
+	e.useQueries(jobs.DefaultConfig())
+	rep := e.submit(e.root, "from acme/clicks\n| wher status > 1")
+	if rep.status != http.StatusBadRequest {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	var b errorBody
+	rep.json(t, &b)
+	want := errorDetail{Code: "bad_query", Message: `2:3: unknown operator "wher"; did you mean "where"?`, RequestID: b.Error.RequestID,
+		Position: &queryErrorDetail{Line: 2, Column: 3, Hint: `did you mean "where"?`, Snippet: "  | wher status > 1\n    ^"}}
+	got, _ := json.Marshal(b.Error)
+	wantB, _ := json.Marshal(want)
+	if string(got) != string(wantB) {
+		t.Fatalf("error\n%s\nwant\n%s", got, wantB)
+	}
+	for _, body := range []string{`{}`, `{"query":"  "}`, `{"query":"from a/b","extra":1}`} {
+		if rep := e.do(req{method: "POST", path: "/v1/queries", token: e.root, body: []byte(body)}); rep.status != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s", body, rep.status, rep.body)
+		}
+	}
+	if rep := e.do(req{method: "POST", path: "/v1/queries", token: e.root, body: []byte(`{"name":"top-errors"}`)}); rep.status != http.StatusNotImplemented {
+		t.Fatalf("packaged: %d %s", rep.status, rep.body)
+	}
+	if rep := e.do(req{method: "GET", path: "/v1/queries/nothex", token: e.root}); rep.status != http.StatusNotFound {
+		t.Fatalf("bad handle: %d %s", rep.status, rep.body)
+	}
+}
+
+// stallSource is fault injection: a source whose reads block until the
+// query is cancelled, so that a job is reliably still running.
+type stallSource struct {
+	query.Source
+	reading chan struct{} // gets a value when a read starts
+}
+
+func (s stallSource) Read(ctx context.Context, tenant, stream, segment string, from uint64, maxEvents, maxBytes int) ([]query.Event, uint64, error) {
+	select {
+	case s.reading <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, from, ctx.Err()
+}
+
+func TestQueryCancelAndBusy(t *testing.T) {
+	e := newEnv(t)
+	cfg := jobs.DefaultConfig()
+	cfg.MaxConcurrent = 1
+	e.useQueries(cfg)
+	e.clickEvents()
+	stall := stallSource{Source: e.srv.QuerySource(), reading: make(chan struct{}, 1)}
+	e.srv.querySrc = stall
+
+	var j jobs.Job
+	rep := e.submit(e.root, `from acme/clicks | stats count()`)
+	if rep.status != http.StatusAccepted {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	rep.json(t, &j)
+	<-stall.reading
+
+	busy := e.submit(e.root, `from acme/clicks | head 1`)
+	if busy.status != http.StatusTooManyRequests || busy.errCode(t) != "too_many_queries" || busy.header.Get("Retry-After") == "" {
+		t.Fatalf("second query: %d %s (Retry-After %q)", busy.status, busy.body, busy.header.Get("Retry-After"))
+	}
+	if r := e.do(req{method: "GET", path: "/v1/queries/" + j.Handle + "/results", token: e.root}); r.status != http.StatusConflict {
+		t.Fatalf("results while running: %d %s", r.status, r.body)
+	}
+
+	var cancelled jobs.Job
+	e.must(http.StatusOK, req{method: "DELETE", path: "/v1/queries/" + j.Handle}).json(t, &cancelled)
+	if cancelled.State != jobs.Cancelled || cancelled.Error != "cancelled by request" {
+		t.Fatalf("cancelled job %+v", cancelled)
+	}
+	// The slot is free again.
+	e.srv.querySrc = nil
+	rep = e.submit(e.root, `from acme/clicks | stats count()`)
+	if rep.status != http.StatusAccepted {
+		t.Fatalf("after cancel: %d %s", rep.status, rep.body)
+	}
+	rep.json(t, &j)
+	if got := e.waitJob(e.root, j.Handle); got.State != jobs.Succeeded || got.Rows != 1 {
+		t.Fatalf("job after cancel %+v", got)
+	}
+}
