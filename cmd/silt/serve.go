@@ -28,6 +28,7 @@ import (
 	"github.com/silt-io/silt/internal/logging"
 	"github.com/silt-io/silt/internal/metrics"
 	"github.com/silt-io/silt/internal/tlsconf"
+	"github.com/silt-io/silt/query/jobs"
 	"github.com/silt-io/silt/tiering"
 	"github.com/silt-io/silt/tiering/tierview"
 )
@@ -49,6 +50,8 @@ type serveConfig struct {
 	Groups groups.Config `koanf:"groups"`
 	// Metrics bounds the series of /metrics (internal/metrics).
 	Metrics metrics.Config `koanf:"metrics"`
+	// Query runs queries as jobs (query/, docs/query.md).
+	Query jobs.Config `koanf:"query"`
 
 	// Cluster is last: a single node never needs it.
 	Cluster cluster.Config `koanf:"cluster"`
@@ -91,6 +94,7 @@ func defaultServeConfig() serveConfig {
 
 		Groups:  groups.DefaultConfig(),
 		Metrics: metrics.DefaultConfig(),
+		Query:   jobs.DefaultConfig(),
 		Cluster: cluster.DefaultConfig(),
 	}
 }
@@ -102,7 +106,7 @@ func (c serveConfig) Validate() error {
 	if c.Run.GCPercent < 0 {
 		return fmt.Errorf("runtime.gc_percent must not be negative (0 leaves the GC to GOGC)")
 	}
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.Query.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
 }
 
 // serve runs the server until ctx is cancelled, on what start took.
@@ -189,6 +193,15 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 		return err
 	}
 	srv.UseGroups(gc)
+	// Deferred after the heads' start and before the store's close: jobs
+	// still running at shutdown are recorded as interrupted while the
+	// catalog is open.
+	queries, err := jobs.Open(cfg.Query, store, store.Catalog(), acls, log.Named("query"))
+	if err != nil {
+		return err
+	}
+	defer queries.Close()
+	srv.UseQueries(queries)
 	tlsCfg, err := serverTLS(cfg.TLS)
 	if err != nil {
 		return err
