@@ -1,8 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // silt query against a real silt serve: run prints the rows, submit,
@@ -61,5 +69,74 @@ func TestCLIQuery(t *testing.T) {
 	caret := "  from acme/clicks | stats cuont() by head\n                           ^\n"
 	if bad.code != 1 || !strings.Contains(bad.stderr, want) || !strings.HasSuffix(bad.stderr, caret) {
 		t.Fatalf("bad query: exit %d, stderr %q", bad.code, bad.stderr)
+	}
+}
+
+// A query's result stream is a file over S3 once tiered, readable with
+// the submitter's own S3 key: the read grant the job gave it holds on
+// every head.
+func TestQueryResultOverS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for tiering of a real server; runs in the full suite (make go-test)")
+	}
+	s3Addr := freeAddr(t)
+	s := startServer(t, t.TempDir(), "--s3.listen", s3Addr,
+		"--tiering.max_lag", "200ms", "--tiering.interval", "50ms")
+	s.must(t, "", "tenant", "create", "acme")
+	s.must(t, "", "stream", "create", "acme/clicks", "--segments", "2")
+	s.must(t, "{\"user\":\"a\"}\n{\"user\":\"b\"}\n{\"user\":\"a\"}\n", "append", "acme/clicks")
+	s.must(t, "", "principal", "create", "ann")
+	s.must(t, "", "grant", "ann", "read", "acme/clicks")
+	annToken := strings.TrimSpace(s.must(t, "", "token", "create", "ann").stdout)
+	var key struct {
+		ID     string `json:"access_key_id"`
+		Secret string `json:"secret_access_key"`
+	}
+	if err := json.Unmarshal([]byte(s.must(t, "", "s3-key", "create", "ann", "-o", "json").stdout), &key); err != nil {
+		t.Fatal(err)
+	}
+
+	r := runSilt(t, invocation{args: []string{"query", "run", "from acme/clicks | stats count() by user | sort user"},
+		env: []string{"SILT_SERVER=" + s.api, "SILT_TOKEN=" + annToken}})
+	want := "{\"user\":\"a\",\"count\":2}\n{\"user\":\"b\",\"count\":1}\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("query as ann: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	i := strings.Index(r.stderr, "result stream silt-system/")
+	if i < 0 {
+		t.Fatalf("no result stream named: %q", r.stderr)
+	}
+	stream := strings.TrimSpace(r.stderr[i+len("result stream silt-system/"):])
+
+	s3c := awss3.New(awss3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String("http://" + s3Addr), UsePathStyle: true,
+		Credentials:      credentials.NewStaticCredentialsProvider(key.ID, key.Secret, ""),
+		RetryMaxAttempts: 1,
+	})
+	ctx := context.Background()
+	// Tiering runs every 50 ms with a lag ceiling of 200 ms: poll until
+	// the chunk is listed (the test's own timeout is the hang stop).
+	var got string
+	for got != want {
+		out, err := s3c.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String("silt-system"), Prefix: aws.String(stream + "/")})
+		if err != nil {
+			t.Fatalf("list the result stream as ann: %v", err)
+		}
+		got = ""
+		for _, o := range out.Contents {
+			if strings.Contains(*o.Key, "/_") { // the manifest
+				continue
+			}
+			obj, err := s3c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("silt-system"), Key: o.Key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(obj.Body)
+			obj.Body.Close()
+			got += string(b)
+		}
+		if got != want {
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
