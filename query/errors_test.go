@@ -28,6 +28,7 @@ func TestParseErrors(t *testing.T) {
 		{"missing pipe", `from acme/clicks where x > 1`, "1:18: unexpected \"where\"; operators are separated by '|'\n  from acme/clicks where x > 1\n                   ^"},
 		{"nothing after pipe", `from acme/clicks |`, "1:19: expected an operator after '|', found the end of the query; operators: where, eval, project, stats, bin, window, sort, head, top, join, parse\n  from acme/clicks |\n                    ^"},
 		{"join key missing on the right", `from acme/clicks | join (from acme/users | project plan) on principal`, "1:61: join key \"principal\" is not a field of the right side\n  from acme/clicks | join (from acme/users | project plan) on principal\n                                                              ^"},
+		{"repeat is not callable", `from acme/clicks | where len(repeat("x", 10)) > 1`, "1:30: unknown function \"repeat\"; see docs/query.md for the functions expressions may call\n  from acme/clicks | where len(repeat(\"x\", 10)) > 1\n                               ^"},
 		{"non-ASCII column", "from acme/clicks | stats count() by é | project ë", "1:49: unknown field \"ë\"; did you mean \"é\"?\n  from acme/clicks | stats count() by é | project ë\n                                                  ^"},
 	}
 	for _, tc := range cases {

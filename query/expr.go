@@ -32,10 +32,26 @@ type expression struct {
 var builtinNames = func() []string {
 	var out []string
 	for _, f := range builtin.Builtins {
-		out = append(out, f.Name)
+		if !disabledBuiltins[f.Name] {
+			out = append(out, f.Name)
+		}
 	}
 	sort.Strings(out)
 	return out
+}()
+
+// disabledBuiltins are builtins a query may not call: repeat bounds its
+// count but not the length of its result (a string of a million
+// characters repeated a million times), so one row could take the
+// server's memory. expr's own budget covers the other builtins.
+var disabledBuiltins = map[string]bool{"repeat": true}
+
+var compileOptions = func() []expr.Option {
+	opts := []expr.Option{expr.Env(map[string]any{}), expr.AllowUndefinedVariables()}
+	for name := range disabledBuiltins {
+		opts = append(opts, expr.DisableBuiltin(name))
+	}
+	return opts
 }()
 
 // compileExpr compiles src[start:end] against the schema sc: a call of a
@@ -71,7 +87,7 @@ func compileExpr(src string, start, end int, sc schema) (*expression, error) {
 		}
 		e.refs = append(e.refs, r.name)
 	}
-	prog, err := expr.Compile(text, expr.Env(map[string]any{}), expr.AllowUndefinedVariables())
+	prog, err := expr.Compile(text, compileOptions...)
 	if err != nil {
 		return nil, exprError(text, start, err)
 	}
@@ -106,6 +122,11 @@ func (v *refVisitor) Visit(n *ast.Node) {
 	switch x := (*n).(type) {
 	case *ast.VariableDeclaratorNode:
 		v.declared[x.Name] = true
+	case *ast.BuiltinNode:
+		if disabledBuiltins[x.Name] {
+			v.err = fmt.Errorf("unknown function %q; see docs/query.md for the functions expressions may call", x.Name)
+			v.errAt = x.Location().From
+		}
 	case *ast.CallNode:
 		if id, ok := x.Callee.(*ast.IdentifierNode); ok {
 			hint := didYouMean(id.Value, builtinNames)
