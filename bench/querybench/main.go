@@ -55,9 +55,17 @@ func main() {
 		io.Copy(io.Discard, f)
 		f.Close()
 	}
-	var jqTimes, qTimes []time.Duration
-	var jqCounts, qCounts map[string]int64
+	var jqTimes, qTimes, dTimes []time.Duration
+	var jqCounts, qCounts, dCounts map[string]int64
+	duck := haveDuckDB()
 	for r := 0; r < *rounds; r++ {
+		if duck {
+			d, c, err := runDuckDB(paths)
+			if err != nil {
+				log.Fatal(err)
+			}
+			dTimes, dCounts = append(dTimes, d), c
+		}
 		d, c, err := runJQ(paths)
 		if err != nil {
 			log.Fatal(err)
@@ -72,6 +80,11 @@ func main() {
 	if err := sameCounts(jqCounts, qCounts); err != nil {
 		log.Fatalf("the answers differ: %v", err)
 	}
+	if duck {
+		if err := sameCounts(dCounts, qCounts); err != nil {
+			log.Fatalf("DuckDB's answer differs: %v", err)
+		}
+	}
 	jq, q := median(jqTimes), median(qTimes)
 	mib := float64(*total) / (1 << 20)
 	fmt.Printf("stats count() by key over %.0f MiB of JSON lines in %d files, %d keys, %d cores; median of %d rounds\n\n",
@@ -80,7 +93,44 @@ func main() {
 	fmt.Println("|---|---|---|---|")
 	fmt.Printf("| jq -c .key \\| sort \\| uniq -c | %v | %.1f | %v |\n", jq.Round(time.Millisecond), mib/jq.Seconds(), rounded(jqTimes))
 	fmt.Printf("| silt query | %v | %.1f | %v |\n", q.Round(time.Millisecond), mib/q.Seconds(), rounded(qTimes))
+	if duck {
+		d := median(dTimes)
+		fmt.Printf("| DuckDB read_json (Python module) | %v | %.1f | %v |\n", d.Round(time.Millisecond), mib/d.Seconds(), rounded(dTimes))
+		defer fmt.Printf("ratio silt ÷ DuckDB (speed): %.2f\n", d.Seconds()/q.Seconds())
+	} else {
+		defer fmt.Println("DuckDB: not measured (pip install duckdb to add it)")
+	}
 	fmt.Printf("\nratio silt ÷ jq pipeline (speed): %.2f\n", jq.Seconds()/q.Seconds())
+}
+
+func haveDuckDB() bool {
+	return exec.Command("python3", "-c", "import duckdb").Run() == nil
+}
+
+// runDuckDB runs the same aggregation with DuckDB's read_json, through
+// its Python module (the process start is in the time, about 0.1 s).
+func runDuckDB(paths []string) (time.Duration, map[string]int64, error) {
+	script := `import duckdb, sys
+rows = duckdb.sql("select principal, count(*) from read_json(" + repr(sys.argv[1:]) + ", format='newline_delimited') group by principal").fetchall()
+for k, n in rows:
+    print(k, n)
+`
+	cmd := exec.Command("python3", append([]string{"-c", script}, paths...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, nil, fmt.Errorf("duckdb: %w", err)
+	}
+	d := time.Since(start)
+	counts := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			counts[f[0]] = n
+		}
+	}
+	return d, counts, nil
 }
 
 func rounded(ds []time.Duration) []time.Duration {
