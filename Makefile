@@ -71,6 +71,7 @@ bench: build
 	$(GO) run ./bench/scalebench -streams 10000
 	$(GO) run ./bench/walobjbench
 	$(GO) run ./bench/groupbench -backlog 268435456
+	$(GO) run ./bench/querybench -bytes 1073741824
 
 # The many-streams figures at full size: 100,000 idle streams.
 bench-scale: build

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,5 +140,61 @@ func TestQueryResultOverS3(t *testing.T) {
 		if got != want {
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+}
+
+// A server killed with -9 while a query runs marks the job failed and
+// interrupted when it starts again: never left running, never lost.
+func TestQueryInterruptedByKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("appends a million events to a real server and kills it; runs in the full suite (make go-test)")
+	}
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	s := startServerAt(t, dir, addr)
+	s.must(t, "", "tenant", "create", "acme")
+	s.must(t, "", "stream", "create", "acme/big", "--segments", "2")
+	var b strings.Builder
+	for i := range 1_000_000 {
+		fmt.Fprintf(&b, "{\"k\":%d}\n", i)
+	}
+	s.must(t, b.String(), "append", "acme/big")
+
+	// dcount over a million events keeps the job busy for seconds on
+	// any machine; it is killed as soon as it has scanned something.
+	h := strings.TrimSpace(s.must(t, "", "query", "submit", "from acme/big | stats dcount(k)").stdout)
+	for {
+		var j struct {
+			State    string `json:"state"`
+			Progress struct {
+				EventsScanned int64 `json:"events_scanned"`
+			} `json:"progress"`
+		}
+		if err := json.Unmarshal([]byte(s.must(t, "", "query", "status", h, "-o", "json").stdout), &j); err != nil {
+			t.Fatal(err)
+		}
+		if j.State != "running" {
+			t.Fatalf("the job ended (%s) before the kill; it needs more events to outlast a status poll", j.State)
+		}
+		if j.Progress.EventsScanned > 0 {
+			break
+		}
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Wait()
+
+	s = startServerAt(t, dir, addr)
+	var j struct {
+		State string `json:"state"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(s.must(t, "", "query", "status", h, "-o", "json").stdout), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.State != "failed" || !strings.HasPrefix(j.Error, "interrupted: the server stopped while the query ran") {
+		t.Fatalf("after kill -9 and restart: %+v", j)
+	}
+	if r := s.run(t, "", "query", "results", h); r.code != 1 || !strings.Contains(r.stderr, "not_done") {
+		t.Fatalf("results of the interrupted job: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
