@@ -19,6 +19,7 @@ const (
 	tokNumber // digits with an optional fraction and unit suffix: 10, 1.5, 30s, 1h
 	tokString // "…", '…' or `…` (raw)
 	tokPunct  // operators and brackets
+	tokParam  // $name: a packaged query's parameter, replaced by Bind
 )
 
 type token struct {
@@ -68,6 +69,13 @@ func lex(src string) ([]token, error) {
 				j++
 			}
 			toks = append(toks, token{kind: tokNumber, text: src[i:j], pos: i, end: j})
+			i = j
+		case r == '$' && i+1 < len(src) && (src[i+1] == '_' || src[i+1] >= 'a' && src[i+1] <= 'z' || src[i+1] >= 'A' && src[i+1] <= 'Z'):
+			j := i + 1
+			for j < len(src) && (src[j] == '_' || src[j] >= 'a' && src[j] <= 'z' || src[j] >= 'A' && src[j] <= 'Z' || isDigit(src[j])) {
+				j++
+			}
+			toks = append(toks, token{kind: tokParam, text: src[i:j], pos: i, end: j})
 			i = j
 		case r == '"' || r == '\'' || r == '`':
 			j := i + 1

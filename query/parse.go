@@ -33,6 +33,11 @@ func parse(src string, lim Limits) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, t := range toks {
+		if t.kind == tokParam {
+			return nil, errAt(t.pos, "parameter %s has no value", t.text).hint("parameters belong to packaged queries, which are run by name with their values")
+		}
+	}
 	p := &parser{src: src, toks: toks, lim: lim}
 	pipe, err := p.pipeline()
 	if err != nil {
