@@ -86,6 +86,7 @@ var errTable = []struct {
 	{os.ErrDeadlineExceeded, http.StatusRequestTimeout, "timeout"},
 	{jobs.ErrNotFound, http.StatusNotFound, "not_found"},
 	{jobs.ErrInvalid, http.StatusBadRequest, "invalid_argument"},
+	{query.ErrInvalidParams, http.StatusBadRequest, "invalid_argument"},
 	{jobs.ErrNotDone, http.StatusConflict, "not_done"},
 	// As many queries as allowed already run: retry after some finish.
 	{jobs.ErrBusy, http.StatusTooManyRequests, "too_many_queries"},
@@ -204,7 +205,7 @@ func scrubPaths(msg string, err error, dataDir string) string {
 func cleanMessage(msg string) string {
 	for _, e := range errTable {
 		full := e.target.Error()
-		for _, p := range []string{"core: ", "acl: ", "catalog: ", "groups: ", "jobs: "} {
+		for _, p := range []string{"core: ", "acl: ", "catalog: ", "groups: ", "jobs: ", "query: "} {
 			if short, ok := strings.CutPrefix(full, p); ok {
 				msg = strings.ReplaceAll(msg, full, short)
 			}

@@ -75,8 +75,9 @@ func (q querySource) Read(ctx context.Context, tenant, stream, segment string, f
 
 type submitQueryRequest struct {
 	Query string `json:"query"`
-	// Name and Params would run a packaged query; not served yet.
+	// Name, Version (0: the latest) and Params run a packaged query.
 	Name    string            `json:"name"`
+	Version int               `json:"version"`
 	Params  map[string]string `json:"params"`
 	Webhook *struct {
 		URL    string `json:"url"`
@@ -92,20 +93,52 @@ func (s *Server) submitQuery(c *call) (op, error) {
 	if err := c.decodeJSON(&req); err != nil {
 		return op{}, err
 	}
+	opts := jobs.Options{}
+	text := req.Query
 	switch {
+	case req.Name != "" && req.Query != "":
+		return op{}, badRequest("give \"query\" (a query's text) or \"name\" (a packaged query's), not both")
 	case req.Name != "":
-		return op{}, &httpError{status: http.StatusNotImplemented, code: "not_implemented",
-			msg: "packaged queries are not available yet; send the query text as \"query\""}
+		pq, err := s.queries.Packaged(req.Name, req.Version)
+		if err != nil {
+			return op{}, err
+		}
+		if text, err = query.Bind(pq.Query, req.Params); err != nil {
+			return op{}, err
+		}
+		opts.Packaged, opts.Version, opts.Params = pq.Name, pq.Version, req.Params
+	case len(req.Params) > 0 || req.Version != 0:
+		return op{}, badRequest("\"params\" and \"version\" go with \"name\", a packaged query")
 	case strings.TrimSpace(req.Query) == "":
 		return op{}, badRequest("\"query\" is required: the query text, e.g. from tenant/stream | head 10")
 	}
-	q, err := query.Parse(req.Query, s.queries.Limits())
+	q, err := query.Parse(text, s.queries.Limits())
 	if err != nil {
 		return op{}, err
 	}
-	// Every stream read must be readable by the caller; a missing stream
-	// is reported only after that check, so that its absence is told
-	// only to callers who may read it.
+	res, lookupErr := s.queryResources(c, q)
+	if req.Webhook != nil {
+		opts.Webhook = &jobs.Webhook{URL: req.Webhook.URL, Secret: req.Webhook.Secret}
+	}
+	return op{res: res[0], also: res[1:], run: func() error {
+		if lookupErr != nil {
+			return lookupErr
+		}
+		job, err := s.queries.Submit(c.principal.Name, q, s.QuerySource(), opts)
+		if err != nil {
+			return err
+		}
+		c.w.Header().Set("Location", "/v1/queries/"+job.Handle)
+		writeJSON(c.w, http.StatusAccepted, job)
+		return nil
+	}}, nil
+}
+
+// queryResources are the streams q reads, as the resources the route
+// table checks the caller against. A missing stream is reported (by the
+// returned error) only after that check, so that its absence is told only
+// to callers who may read it.
+func (s *Server) queryResources(c *call, q *query.Query) ([]acl.Resource, error) {
 	var res []acl.Resource
 	var lookupErr error
 	for _, ref := range q.Streams() {
@@ -115,20 +148,101 @@ func (s *Server) submitQuery(c *call) (op, error) {
 		}
 		res = append(res, acl.Resource{Tenant: ref.Tenant, Stream: ref.Stream, Set: st.Config.Set})
 	}
-	var hook *jobs.Webhook
-	if req.Webhook != nil {
-		hook = &jobs.Webhook{URL: req.Webhook.URL, Secret: req.Webhook.Secret}
+	return res, lookupErr
+}
+
+type definePackagedRequest struct {
+	Name        string `json:"name"`
+	Query       string `json:"query"`
+	Description string `json:"description"`
+}
+
+// definePackaged stores a new version of a packaged query. It needs admin
+// on every stream the query reads: whoever may run it still needs read on
+// them, but only their admins decide what is offered on them.
+func (s *Server) definePackaged(c *call) (op, error) {
+	if s.queries == nil {
+		return op{}, errNoQueries
 	}
+	var req definePackagedRequest
+	if err := c.decodeJSON(&req); err != nil {
+		return op{}, err
+	}
+	q, _, err := jobs.CheckPackaged(req.Name, req.Query, s.queries.Limits())
+	if err != nil {
+		return op{}, err
+	}
+	res, lookupErr := s.queryResources(c, q)
 	return op{res: res[0], also: res[1:], run: func() error {
 		if lookupErr != nil {
 			return lookupErr
 		}
-		job, err := s.queries.Submit(c.principal.Name, q, s.QuerySource(), hook)
+		p, err := s.queries.Define(c.principal.Name, req.Name, req.Query, req.Description)
 		if err != nil {
 			return err
 		}
-		c.w.Header().Set("Location", "/v1/queries/"+job.Handle)
-		writeJSON(c.w, http.StatusAccepted, job)
+		c.w.Header().Set("Location", "/v1/packaged-queries/"+p.Name)
+		writeJSON(c.w, http.StatusCreated, p)
+		return nil
+	}}, nil
+}
+
+type packagedList struct {
+	Queries []jobs.Packaged `json:"queries"`
+}
+
+// readable reports whether the caller may read every stream of text, to
+// show packaged queries only to those who could run them.
+func (s *Server) readable(c *call, text string) bool {
+	q, _, err := jobs.CheckPackaged("x", text, s.queries.Limits())
+	if err != nil {
+		return false
+	}
+	res, _ := s.queryResources(c, q)
+	for _, r := range res {
+		if !c.covers(acl.Read, r) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) listPackaged(c *call) (op, error) {
+	if s.queries == nil {
+		return op{}, errNoQueries
+	}
+	return op{run: func() error {
+		all, err := s.queries.ListPackaged()
+		if err != nil {
+			return err
+		}
+		out := []jobs.Packaged{}
+		for _, p := range all {
+			if s.readable(c, p.Query) {
+				out = append(out, p)
+			}
+		}
+		writeJSON(c.w, http.StatusOK, packagedList{Queries: out})
+		return nil
+	}}, nil
+}
+
+// getPackaged returns every version of a packaged query, oldest first;
+// a caller who may not read its streams is told it does not exist.
+func (s *Server) getPackaged(c *call) (op, error) {
+	if s.queries == nil {
+		return op{}, errNoQueries
+	}
+	name := c.r.PathValue("name")
+	return op{run: func() error {
+		vs, err := s.queries.Versions(name)
+		if err != nil {
+			return err
+		}
+		if !s.readable(c, vs[len(vs)-1].Query) {
+			return fmt.Errorf("%w: no packaged query %q", jobs.ErrNotFound, name)
+		}
+		writeJSON(c.w, http.StatusOK, packagedList{Queries: vs})
 		return nil
 	}}, nil
 }

@@ -187,8 +187,8 @@ func TestQueryBadText(t *testing.T) {
 			t.Fatalf("%s: %d %s", body, rep.status, rep.body)
 		}
 	}
-	if rep := e.do(req{method: "POST", path: "/v1/queries", token: e.root, body: []byte(`{"name":"top-errors"}`)}); rep.status != http.StatusNotImplemented {
-		t.Fatalf("packaged: %d %s", rep.status, rep.body)
+	if rep := e.do(req{method: "POST", path: "/v1/queries", token: e.root, body: []byte(`{"name":"top-errors"}`)}); rep.status != http.StatusNotFound {
+		t.Fatalf("unknown packaged query: %d %s", rep.status, rep.body)
 	}
 	if rep := e.do(req{method: "GET", path: "/v1/queries/nothex", token: e.root}); rep.status != http.StatusNotFound {
 		t.Fatalf("bad handle: %d %s", rep.status, rep.body)
@@ -250,5 +250,99 @@ func TestQueryCancelAndBusy(t *testing.T) {
 	rep.json(t, &j)
 	if got := e.waitJob(e.root, j.Handle); got.State != jobs.Succeeded || got.Rows != 1 {
 		t.Fatalf("job after cancel %+v", got)
+	}
+}
+
+func TestPackagedQueries(t *testing.T) {
+	e := newEnv(t)
+	e.useQueries(jobs.DefaultConfig())
+	e.clickEvents()
+	e.mkStream("other", "secret", "lines", 1)
+	owner := e.user("owner", "admin:acme")
+	ann := e.user("ann", "read:acme/clicks")
+	bob := e.user("bob", "read:other")
+
+	define := func(token, name, text string) reply {
+		return e.do(req{method: "POST", path: "/v1/packaged-queries", token: token,
+			body: jsonBody(t, map[string]any{"name": name, "query": text, "description": "errors by head"})})
+	}
+	if r := define(ann, "errs", `from acme/clicks | head 1`); r.status != http.StatusForbidden {
+		t.Fatalf("define with read only: %d %s", r.status, r.body)
+	}
+	if r := define(owner, "errs", `from acme/clicks | wher status > $min`); r.status != http.StatusBadRequest || r.errCode(t) != "bad_query" {
+		t.Fatalf("define a bad query: %d %s", r.status, r.body)
+	}
+	if r := define(owner, "errs", `from acme/clicks | where status >= 500 | stats count() by head`); r.status != http.StatusCreated {
+		t.Fatalf("define v1: %d %s", r.status, r.body)
+	}
+	r := define(owner, "errs", `from acme/clicks | where status >= $min and head == $head | stats count(), max(latency_ms) by principal | sort principal`)
+	var v2 jobs.Packaged
+	r.json(t, &v2)
+	if r.status != http.StatusCreated || v2.Version != 2 || strings.Join(v2.Params, ",") != "head,min" || v2.Owner != "owner" {
+		t.Fatalf("define v2: %d %s", r.status, r.body)
+	}
+
+	// Listed for those who could run it, not for bob.
+	var list packagedList
+	e.must(http.StatusOK, req{method: "GET", path: "/v1/packaged-queries", token: ann}).json(t, &list)
+	if len(list.Queries) != 1 || list.Queries[0].Version != 2 {
+		t.Fatalf("ann's list %+v", list)
+	}
+	e.must(http.StatusOK, req{method: "GET", path: "/v1/packaged-queries", token: bob}).json(t, &list)
+	if len(list.Queries) != 0 {
+		t.Fatalf("bob's list %+v", list)
+	}
+	if r := e.do(req{method: "GET", path: "/v1/packaged-queries/errs", token: bob}); r.status != http.StatusNotFound {
+		t.Fatalf("bob's get: %d %s", r.status, r.body)
+	}
+	e.must(http.StatusOK, req{method: "GET", path: "/v1/packaged-queries/errs", token: ann}).json(t, &list)
+	if len(list.Queries) != 2 || list.Queries[0].Version != 1 || list.Queries[1].Version != 2 {
+		t.Fatalf("versions %+v", list)
+	}
+
+	run := func(token string, body map[string]any) reply {
+		return e.do(req{method: "POST", path: "/v1/queries", token: token, body: jsonBody(t, body)})
+	}
+	// s3 and status >= 502: bob 503 (300 ms), bob 502 (100 ms).
+	r = run(ann, map[string]any{"name": "errs", "params": map[string]string{"min": "502", "head": "s3"}})
+	if r.status != http.StatusAccepted {
+		t.Fatalf("run v2: %d %s", r.status, r.body)
+	}
+	var j jobs.Job
+	r.json(t, &j)
+	j = e.waitJob(ann, j.Handle)
+	if j.Packaged != "errs" || j.Version != 2 || j.Params["min"] != "502" ||
+		j.Query != `from acme/clicks | where status >= 502 and head == "s3" | stats count(), max(latency_ms) by principal | sort principal` {
+		t.Fatalf("job %+v", j)
+	}
+	res := e.do(req{method: "GET", path: "/v1/queries/" + j.Handle + "/results", token: ann})
+	if string(res.body) != `{"principal":"bob","count":2,"max_latency_ms":300}`+"\n" {
+		t.Fatalf("results %s", res.body)
+	}
+	// Version 1, which has no parameters.
+	r = run(ann, map[string]any{"name": "errs", "version": 1})
+	r.json(t, &j)
+	j = e.waitJob(ann, j.Handle)
+	res = e.do(req{method: "GET", path: "/v1/queries/" + j.Handle + "/results", token: ann})
+	if string(res.body) != `{"head":"s3","count":3}`+"\n"+`{"head":"nfs","count":1}`+"\n" {
+		t.Fatalf("v1 results %s", res.body)
+	}
+
+	for name, tc := range map[string]struct {
+		token string
+		body  map[string]any
+		want  int
+	}{
+		"missing parameter":  {ann, map[string]any{"name": "errs", "params": map[string]string{"min": "1"}}, http.StatusBadRequest},
+		"unknown parameter":  {ann, map[string]any{"name": "errs", "params": map[string]string{"min": "1", "head": "s3", "x": "1"}}, http.StatusBadRequest},
+		"no such version":    {ann, map[string]any{"name": "errs", "version": 3}, http.StatusNotFound},
+		"runs as the caller": {bob, map[string]any{"name": "errs", "params": map[string]string{"min": "1", "head": "s3"}}, http.StatusForbidden},
+		"text and name":      {ann, map[string]any{"name": "errs", "query": "from acme/clicks"}, http.StatusBadRequest},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if r := run(tc.token, tc.body); r.status != tc.want {
+				t.Fatalf("%d %s, want %d", r.status, r.body, tc.want)
+			}
+		})
 	}
 }

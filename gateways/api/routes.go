@@ -119,6 +119,9 @@ func (s *Server) routeTable() []route {
 		{pattern: "GET /v1/queries/{handle}", action: acl.Read, prepare: s.getQuery},
 		{pattern: "DELETE /v1/queries/{handle}", action: acl.Read, prepare: s.cancelQuery},
 		{pattern: "GET /v1/queries/{handle}/results", action: acl.Read, prepare: s.queryResults},
+		{pattern: "POST /v1/packaged-queries", action: acl.Admin, prepare: s.definePackaged},
+		{pattern: "GET /v1/packaged-queries", anyCaller: true, prepare: s.listPackaged},
+		{pattern: "GET /v1/packaged-queries/{name}", anyCaller: true, prepare: s.getPackaged},
 	}
 }
 

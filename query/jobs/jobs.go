@@ -115,13 +115,18 @@ type Progress struct {
 
 // Job is what the API shows of a job.
 type Job struct {
-	Handle    string    `json:"handle"`
-	Principal string    `json:"principal"`
-	Query     string    `json:"query"`
-	State     State     `json:"state"`
-	Submitted time.Time `json:"submitted"`
-	Finished  time.Time `json:"finished,omitzero"`
-	Progress  Progress  `json:"progress"`
+	Handle    string `json:"handle"`
+	Principal string `json:"principal"`
+	Query     string `json:"query"`
+	// Packaged, Version and Params say which packaged query the job
+	// ran (Query is then its text with the parameters bound).
+	Packaged  string            `json:"packaged,omitempty"`
+	Version   int               `json:"version,omitempty"`
+	Params    map[string]string `json:"params,omitempty"`
+	State     State             `json:"state"`
+	Submitted time.Time         `json:"submitted"`
+	Finished  time.Time         `json:"finished,omitzero"`
+	Progress  Progress          `json:"progress"`
 	// Rows and Columns describe the result once it is complete.
 	Rows     int64    `json:"rows"`
 	Columns  []string `json:"columns,omitempty"`
@@ -186,6 +191,9 @@ type Manager struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// defineMu orders definitions, so that two of one name do not take
+	// the same version.
+	defineMu sync.Mutex
 
 	mu struct {
 		sync.Mutex
@@ -288,10 +296,21 @@ func ValidHandle(h string) bool {
 	return err == nil && strings.ToLower(h) == h
 }
 
+// Options are a submission's optional parts.
+type Options struct {
+	Webhook *Webhook
+	// Packaged names the packaged query, its version and the parameter
+	// values that q was bound from, for the job's record.
+	Packaged string
+	Version  int
+	Params   map[string]string
+}
+
 // Submit starts q for principal, reading through src, and returns the job
 // as it starts. The caller has checked that principal may read every
 // stream of q.Streams().
-func (m *Manager) Submit(principal string, q *query.Query, src query.Source, hook *Webhook) (Job, error) {
+func (m *Manager) Submit(principal string, q *query.Query, src query.Source, opt Options) (Job, error) {
+	hook := opt.Webhook
 	if hook != nil {
 		u, err := url.Parse(hook.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -303,6 +322,7 @@ func (m *Manager) Submit(principal string, q *query.Query, src query.Source, hoo
 	handle := hex.EncodeToString(b[:])
 	r := &run{
 		job: Job{Handle: handle, Principal: principal, Query: q.Text(), State: Running, Submitted: m.now().UTC(),
+			Packaged: opt.Packaged, Version: opt.Version, Params: opt.Params,
 			ResultTenant: m.cfg.ResultTenant, ResultStream: ResultStream(handle)},
 		prog:  &query.Progress{},
 		start: m.now(),

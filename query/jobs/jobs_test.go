@@ -125,7 +125,7 @@ func TestRestartMarksRunningJobInterrupted(t *testing.T) {
 	}
 	defer m1.Close()
 	stall := stallSource{storeSource{s}, make(chan struct{}, 1)}
-	j, err := m1.Submit("ann", mustParse(t, `from acme/clicks`), stall, nil)
+	j, err := m1.Submit("ann", mustParse(t, `from acme/clicks`), stall, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,13 +155,13 @@ func TestCloseRecordsInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	stall := stallSource{storeSource{s}, make(chan struct{}, 1)}
-	j, err := m.Submit("ann", mustParse(t, `from acme/clicks`), stall, nil)
+	j, err := m.Submit("ann", mustParse(t, `from acme/clicks`), stall, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-stall.reading
 	m.Close()
-	if _, err := m.Submit("ann", mustParse(t, `from acme/clicks`), stall, nil); err != ErrClosed {
+	if _, err := m.Submit("ann", mustParse(t, `from acme/clicks`), stall, Options{}); err != ErrClosed {
 		t.Fatalf("submit after close: %v", err)
 	}
 	m2, err := Open(DefaultConfig(), s, s.Catalog(), nil, nil)
@@ -209,7 +209,7 @@ func TestWebhookRetriesAndSigns(t *testing.T) {
 		waits = append(waits, d)
 		return nil
 	}
-	j, err := m.Submit("ann", mustParse(t, `from acme/clicks | stats sum(a)`), storeSource{s}, &Webhook{URL: hook.URL, Secret: "s3cret"})
+	j, err := m.Submit("ann", mustParse(t, `from acme/clicks | stats sum(a)`), storeSource{s}, Options{Webhook: &Webhook{URL: hook.URL, Secret: "s3cret"}})
 	if err != nil {
 		t.Fatal(err)
 	}
