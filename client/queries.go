@@ -10,12 +10,16 @@ import (
 
 // QueryJob is a query submitted to run as a job (docs/query.md).
 type QueryJob struct {
-	Handle    string    `json:"handle"`
-	Principal string    `json:"principal"`
-	Query     string    `json:"query"`
-	State     string    `json:"state"` // running, succeeded, failed, cancelled
-	Submitted time.Time `json:"submitted"`
-	Finished  time.Time `json:"finished,omitzero"`
+	Handle    string `json:"handle"`
+	Principal string `json:"principal"`
+	Query     string `json:"query"`
+	// Packaged, Version and Params name the packaged query run, if any.
+	Packaged  string            `json:"packaged,omitempty"`
+	Version   int               `json:"version,omitempty"`
+	Params    map[string]string `json:"params,omitempty"`
+	State     string            `json:"state"` // running, succeeded, failed, cancelled
+	Submitted time.Time         `json:"submitted"`
+	Finished  time.Time         `json:"finished,omitzero"`
 	Progress  struct {
 		EventsScanned int64    `json:"events_scanned"`
 		EventsTotal   int64    `json:"events_total"`
@@ -42,12 +46,29 @@ type QueryOptions struct {
 	// WebhookURL is POSTed the finished job's JSON, signed with
 	// HMAC-SHA256 under WebhookSecret in the Silt-Signature header.
 	WebhookURL, WebhookSecret string
+	// Name runs a packaged query instead of a text: its Version (0: the
+	// latest) with Params as the values of its $parameters.
+	Name    string
+	Version int
+	Params  map[string]string
 }
 
-// SubmitQuery starts text as a job. A query that does not parse is an
-// *APIError with code bad_query and a Position.
+// SubmitQuery starts text (or, with opt.Name, a packaged query) as a
+// job. A query that does not parse is an *APIError with code bad_query
+// and a Position.
 func (c *Client) SubmitQuery(ctx context.Context, text string, opt QueryOptions) (QueryJob, error) {
-	in := map[string]any{"query": text}
+	in := map[string]any{}
+	if opt.Name != "" {
+		in["name"] = opt.Name
+		if opt.Version != 0 {
+			in["version"] = opt.Version
+		}
+		if len(opt.Params) > 0 {
+			in["params"] = opt.Params
+		}
+	} else {
+		in["query"] = text
+	}
 	if opt.WebhookURL != "" {
 		in["webhook"] = map[string]string{"url": opt.WebhookURL, "secret": opt.WebhookSecret}
 	}
@@ -110,4 +131,42 @@ func (c *Client) QueryResults(ctx context.Context, handle, format string) (io.Re
 		return nil, err
 	}
 	return resp.Body, nil
+}
+
+// PackagedQuery is one version of a packaged query.
+type PackagedQuery struct {
+	Name        string    `json:"name"`
+	Version     int       `json:"version"`
+	Query       string    `json:"query"`
+	Params      []string  `json:"params"`
+	Description string    `json:"description,omitempty"`
+	Owner       string    `json:"owner"`
+	Created     time.Time `json:"created"`
+}
+
+// DefineQuery stores text as the next version of the packaged query name
+// (admin on every stream it reads is needed).
+func (c *Client) DefineQuery(ctx context.Context, name, text, description string) (PackagedQuery, error) {
+	var p PackagedQuery
+	err := c.doJSON(ctx, create("/v1/packaged-queries"), map[string]string{"name": name, "query": text, "description": description}, &p)
+	return p, err
+}
+
+// ListPackagedQueries returns the latest version of each packaged query
+// the caller could run.
+func (c *Client) ListPackagedQueries(ctx context.Context) ([]PackagedQuery, error) {
+	var out struct {
+		Queries []PackagedQuery `json:"queries"`
+	}
+	err := c.doJSON(ctx, get("/v1/packaged-queries"), nil, &out)
+	return out.Queries, err
+}
+
+// PackagedQueryVersions returns every version of name, oldest first.
+func (c *Client) PackagedQueryVersions(ctx context.Context, name string) ([]PackagedQuery, error) {
+	var out struct {
+		Queries []PackagedQuery `json:"queries"`
+	}
+	err := c.doJSON(ctx, get(pathOf("v1", "packaged-queries", name)), nil, &out)
+	return out.Queries, err
 }

@@ -31,13 +31,45 @@ func (a *app) queryText(args []string, file string) (string, error) {
 }
 
 func (a *app) queryCmd() *cobra.Command {
-	submitFlags := func(c *cobra.Command) (file, hookURL *string) {
-		file = c.Flags().StringP("file", "f", "", "read the query from `FILE` (- for stdin)")
-		hookURL = c.Flags().String("webhook", "", "POST the finished job to `URL`, signed with the secret in SILT_WEBHOOK_SECRET")
-		return
+	// What run and submit share: where the query comes from (text, file
+	// or a packaged query) and the webhook.
+	type source struct {
+		file, hook, name *string
+		version          *int
+		params           *[]string
 	}
-	submitOpts := func(hookURL string) client.QueryOptions {
-		return client.QueryOptions{WebhookURL: hookURL, WebhookSecret: os.Getenv("SILT_WEBHOOK_SECRET")}
+	submitFlags := func(c *cobra.Command) source {
+		fl := c.Flags()
+		return source{
+			file:    fl.StringP("file", "f", "", "read the query from `FILE` (- for stdin)"),
+			hook:    fl.String("webhook", "", "POST the finished job to `URL`, signed with the secret in SILT_WEBHOOK_SECRET"),
+			name:    fl.String("name", "", "run the packaged query `NAME` instead of a text"),
+			version: fl.Int("version", 0, "the packaged query's version `N` (default: the latest)"),
+			params:  fl.StringArray("param", nil, "a packaged query's parameter, `NAME=VALUE` (repeatable)"),
+		}
+	}
+	// resolve returns the text and options of a submission.
+	resolve := func(src source, args []string) (string, client.QueryOptions, error) {
+		opt := client.QueryOptions{WebhookURL: *src.hook, WebhookSecret: os.Getenv("SILT_WEBHOOK_SECRET")}
+		if *src.name == "" {
+			if len(*src.params) > 0 || *src.version != 0 {
+				return "", opt, usageError{errors.New("--param and --version go with --name, a packaged query")}
+			}
+			text, err := a.queryText(args, *src.file)
+			return text, opt, err
+		}
+		if len(args) > 0 || *src.file != "" {
+			return "", opt, usageError{errors.New("give a query text or --name, not both")}
+		}
+		opt.Name, opt.Version, opt.Params = *src.name, *src.version, map[string]string{}
+		for _, p := range *src.params {
+			k, v, ok := strings.Cut(p, "=")
+			if !ok || k == "" {
+				return "", opt, usageError{fmt.Errorf("--param %q: want NAME=VALUE", p)}
+			}
+			opt.Params[k] = v
+		}
+		return "", opt, nil
 	}
 
 	run := &cobra.Command{
@@ -49,14 +81,14 @@ succeeded. Ctrl-C cancels the job. docs/query.md is the language reference.`,
 		Example: `  silt query run 'from acme/clicks since -1h | where status >= 500 | stats count() by head'
   silt query run -f errors.q --format csv > errors.csv`,
 	}
-	file, hookURL := submitFlags(run)
+	runSrc := submitFlags(run)
 	format := run.Flags().String("format", "jsonl", "rows as `jsonl` or csv")
 	interval := run.Flags().Duration("interval", 500*time.Millisecond, "poll the job every `DURATION`")
 	run.RunE = func(cmd *cobra.Command, args []string) error {
 		if *format != "jsonl" && *format != "csv" {
 			return usageError{fmt.Errorf("--format %q: want jsonl or csv", *format)}
 		}
-		text, err := a.queryText(args, *file)
+		text, opt, err := resolve(runSrc, args)
 		if err != nil {
 			return err
 		}
@@ -65,7 +97,7 @@ succeeded. Ctrl-C cancels the job. docs/query.md is the language reference.`,
 			return err
 		}
 		ctx := cmd.Context()
-		j, err := cl.SubmitQuery(ctx, text, submitOpts(*hookURL))
+		j, err := cl.SubmitQuery(ctx, text, opt)
 		if err != nil {
 			return err
 		}
@@ -115,9 +147,9 @@ silt query status and fetch its rows with silt query results. With
 under SILT_WEBHOOK_SECRET in the Silt-Signature header.`,
 		Example: `  h=$(silt query submit 'from acme/clicks | stats count() by status')`,
 	}
-	sfile, shook := submitFlags(submit)
+	subSrc := submitFlags(submit)
 	submit.RunE = func(cmd *cobra.Command, args []string) error {
-		text, err := a.queryText(args, *sfile)
+		text, opt, err := resolve(subSrc, args)
 		if err != nil {
 			return err
 		}
@@ -125,7 +157,7 @@ under SILT_WEBHOOK_SECRET in the Silt-Signature header.`,
 		if err != nil {
 			return err
 		}
-		j, err := cl.SubmitQuery(cmd.Context(), text, submitOpts(*shook))
+		j, err := cl.SubmitQuery(cmd.Context(), text, opt)
 		if err != nil {
 			return err
 		}
@@ -213,10 +245,69 @@ under SILT_WEBHOOK_SECRET in the Silt-Signature header.`,
 		})
 	}
 
+	define := &cobra.Command{
+		Use:   "define NAME QUERY",
+		Short: "store a packaged query (a new version)",
+		Long: `Stores the query as the next version of the packaged query NAME. Words
+$like_this are parameters, given when it is run: silt query run --name NAME
+--param like_this=VALUE (a number, else a string). Needs admin on every stream
+the query reads; it runs as whoever runs it.`,
+		Example: `  silt query define errors-by-head 'from acme/clicks since -1h | where status >= $min | stats count() by head'
+  silt query run --name errors-by-head --param min=500`,
+	}
+	dfile := define.Flags().StringP("file", "f", "", "read the query from `FILE` (- for stdin)")
+	desc := define.Flags().String("description", "", "what the query answers")
+	define.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) < 1 {
+			return usageError{errors.New("want NAME and the query (or --file)")}
+		}
+		text, err := a.queryText(args[1:], *dfile)
+		if err != nil {
+			return err
+		}
+		cl, err := a.client(cmd)
+		if err != nil {
+			return err
+		}
+		p, err := cl.DefineQuery(cmd.Context(), args[0], text, *desc)
+		if err != nil {
+			return err
+		}
+		return a.done(p, fmt.Sprintf("packaged query %s version %d (parameters: %s)", p.Name, p.Version, strings.Join(p.Params, ", ")))
+	}
+
+	packaged := &cobra.Command{
+		Use:     "packaged [NAME]",
+		Short:   "list packaged queries, or every version of one",
+		Args:    args(0, 1),
+		Example: "  silt query packaged\n  silt query packaged errors-by-head -o json",
+	}
+	packaged.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := a.client(cmd)
+		if err != nil {
+			return err
+		}
+		var ps []client.PackagedQuery
+		if len(args) == 1 {
+			ps, err = cl.PackagedQueryVersions(cmd.Context(), args[0])
+		} else {
+			ps, err = cl.ListPackagedQueries(cmd.Context())
+		}
+		if err != nil {
+			return err
+		}
+		return a.print(ps, func(w io.Writer) {
+			fmt.Fprintln(w, "NAME\tVERSION\tPARAMS\tOWNER\tQUERY")
+			for _, p := range ps {
+				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", p.Name, p.Version, strings.Join(p.Params, ","), p.Owner, strings.Join(strings.Fields(p.Query), " "))
+			}
+		})
+	}
+
 	return group("query", "run queries over streams as jobs (docs/query.md)",
 		`  silt query run 'from acme/clicks | stats count() by status | sort -count'
   silt query status 5f0c…`,
-		run, submit, status, cancel, results, list)
+		run, submit, status, cancel, results, list, define, packaged)
 }
 
 func (a *app) copyResults(cmd *cobra.Command, cl *client.Client, handle, format string) error {

@@ -66,6 +66,22 @@ func TestCLIQuery(t *testing.T) {
 		t.Fatalf("list: %s", l.stdout)
 	}
 
+	// A packaged query, run by name with a parameter.
+	d := s.must(t, "", "query", "define", "errs", `from acme/clicks | where status >= $min | stats count() by head | sort head`)
+	if !strings.Contains(d.stdout, "packaged query errs version 1 (parameters: min)") {
+		t.Fatalf("define: %q", d.stdout)
+	}
+	r = s.must(t, "", "query", "run", "--name", "errs", "--param", "min=503")
+	if r.stdout != "{\"head\":\"s3\",\"count\":1}\n" {
+		t.Fatalf("run --name: %q", r.stdout)
+	}
+	if p := s.must(t, "", "query", "packaged"); !strings.Contains(p.stdout, "errs") || !strings.Contains(p.stdout, "min") {
+		t.Fatalf("packaged: %s", p.stdout)
+	}
+	if u := s.run(t, "", "query", "run", "--param", "min=1", "from acme/clicks"); u.code != 2 {
+		t.Fatalf("--param without --name: exit %d %q", u.code, u.stderr)
+	}
+
 	bad := s.run(t, "", "query", "run", "from acme/clicks | stats cuont() by head")
 	want := "silt: 400 bad_query: 1:26: unknown aggregate \"cuont\"; did you mean \"count\"?"
 	caret := "  from acme/clicks | stats cuont() by head\n                           ^\n"
