@@ -196,7 +196,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	// Deferred after the heads' start and before the store's close: jobs
 	// still running at shutdown are recorded as interrupted while the
 	// catalog is open.
-	queries, err := jobs.Open(cfg.Query, store, store.Catalog(), acls, log.Named("query"))
+	queries, err := jobs.Open(cfg.Query, store, store.Catalog(), acls, log.Named("query"), reg)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 // silt serve does.
 func (e *env) useQueries(cfg jobs.Config) *jobs.Manager {
 	e.t.Helper()
-	m, err := jobs.Open(cfg, e.store, e.store.Catalog(), e.acl, zaptest.NewLogger(e.t))
+	m, err := jobs.Open(cfg, e.store, e.store.Catalog(), e.acl, zaptest.NewLogger(e.t), e.reg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -250,6 +250,23 @@ func TestQueryCancelAndBusy(t *testing.T) {
 	rep.json(t, &j)
 	if got := e.waitJob(e.root, j.Handle); got.State != jobs.Succeeded || got.Rows != 1 {
 		t.Fatalf("job after cancel %+v", got)
+	}
+	for _, m := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"silt_query_jobs_refused_total", nil, 1},
+		{"silt_query_jobs_ended_total", []string{"state", "cancelled"}, 1},
+		{"silt_query_jobs_ended_total", []string{"state", "succeeded"}, 1},
+		{"silt_query_jobs_ended_total", []string{"state", "failed"}, 0},
+		{"silt_query_result_rows_total", nil, 1},
+		{"silt_query_scanned_events_total", nil, 5},
+		{"silt_query_jobs_running", nil, 0},
+	} {
+		if got := e.series(m.name, m.labels...); got != m.want {
+			t.Errorf("%s%v = %v, want %v", m.name, m.labels, got, m.want)
+		}
 	}
 }
 

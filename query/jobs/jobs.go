@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/silt-io/silt/acl"
@@ -184,6 +185,7 @@ type Manager struct {
 	kv      KV
 	granter Granter
 	log     *zap.Logger
+	met     *metrics
 	now     func() time.Time
 	// sleep waits between webhook tries; tests shorten it.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -216,7 +218,8 @@ var errCancelled = errors.New("cancelled by request")
 
 // Open starts a Manager, marking failed every job that a previous run of
 // the server left running.
-func Open(cfg Config, store Store, kv KV, granter Granter, log *zap.Logger) (*Manager, error) {
+// Its metrics are registered on reg (none when nil).
+func Open(cfg Config, store Store, kv KV, granter Granter, log *zap.Logger, reg prometheus.Registerer) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -225,6 +228,11 @@ func Open(cfg Config, store Store, kv KV, granter Granter, log *zap.Logger) (*Ma
 	}
 	m := &Manager{cfg: cfg, store: store, kv: kv, granter: granter, log: log, now: time.Now, sleep: sleepCtx}
 	m.mu.running = map[string]*run{}
+	met, err := newMetrics(m, reg)
+	if err != nil {
+		return nil, err
+	}
+	m.met = met
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if err := m.interruptLeftovers(); err != nil {
 		return nil, err
@@ -343,6 +351,7 @@ func (m *Manager) Submit(principal string, q *query.Query, src query.Source, opt
 	if len(m.mu.running) >= m.cfg.MaxConcurrent {
 		m.mu.Unlock()
 		cancel(nil)
+		m.met.refused.Inc()
 		return Job{}, fmt.Errorf("%w: %d queries are running, the most this server allows (query.max_concurrent); retry later", ErrBusy, m.cfg.MaxConcurrent)
 	}
 	m.mu.running[handle] = r
@@ -412,6 +421,9 @@ func (m *Manager) execute(ctx context.Context, r *run, q *query.Query, src query
 	delete(m.mu.running, final.Handle)
 	m.mu.Unlock()
 	close(r.done)
+	m.met.ended.WithLabelValues(string(final.State)).Inc()
+	m.met.scanned.Add(float64(final.Progress.EventsScanned))
+	m.met.rowsOut.Add(float64(final.Rows))
 	m.log.Info("query finished", zap.String("handle", final.Handle), zap.String("principal", final.Principal),
 		zap.String("state", string(final.State)), zap.Int64("rows", final.Rows), zap.Int64("events_scanned", final.Progress.EventsScanned))
 	if r.hook != nil {

@@ -119,7 +119,7 @@ func waitDone(t *testing.T, m *Manager, h string) Job {
 func TestRestartMarksRunningJobInterrupted(t *testing.T) {
 	s := openStore(t)
 	seed(t, s)
-	m1, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t))
+	m1, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestRestartMarksRunningJobInterrupted(t *testing.T) {
 	<-stall.reading
 
 	// The catalog now holds what a killed server leaves: a running job.
-	m2, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t))
+	m2, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestRestartMarksRunningJobInterrupted(t *testing.T) {
 func TestCloseRecordsInterrupted(t *testing.T) {
 	s := openStore(t)
 	seed(t, s)
-	m, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t))
+	m, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestCloseRecordsInterrupted(t *testing.T) {
 	if _, err := m.Submit("ann", mustParse(t, `from acme/clicks`), stall, Options{}); err != ErrClosed {
 		t.Fatalf("submit after close: %v", err)
 	}
-	m2, err := Open(DefaultConfig(), s, s.Catalog(), nil, nil)
+	m2, err := Open(DefaultConfig(), s, s.Catalog(), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestWebhookRetriesAndSigns(t *testing.T) {
 
 	cfg := DefaultConfig()
 	cfg.WebhookBackoff = time.Millisecond
-	m, err := Open(cfg, s, s.Catalog(), nil, zaptest.NewLogger(t))
+	m, err := Open(cfg, s, s.Catalog(), nil, zaptest.NewLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,10 +49,12 @@ func (m *Manager) deliver(hook *Webhook, job Job) string {
 		}
 		last = m.post(client, hook, job.Handle, body)
 		if last == "" {
+			m.met.webhooks.WithLabelValues("delivered").Inc()
 			return fmt.Sprintf("delivered after %d tries", try)
 		}
 		m.log.Info("query webhook failed", zap.String("handle", job.Handle), zap.Int("try", try), zap.String("reason", last))
 	}
+	m.met.webhooks.WithLabelValues("failed").Inc()
 	return fmt.Sprintf("failed after %d tries: %s", m.cfg.WebhookAttempts, last)
 }
 
