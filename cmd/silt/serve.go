@@ -196,7 +196,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	// Deferred after the heads' start and before the store's close: jobs
 	// still running at shutdown are recorded as interrupted while the
 	// catalog is open.
-	queries, err := jobs.Open(cfg.Query, store, store.Catalog(), acls, log.Named("query"), reg)
+	queries, err := jobs.Open(cfg.Query, store, store.Catalog(), acls, log.Named("query"), reg, nodeID(node))
 	if err != nil {
 		return err
 	}
@@ -292,6 +292,14 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	}
 	log.Info("silt stopped")
 	return err
+}
+
+// nodeID is the cluster node's id, "" on a single node.
+func nodeID(n *cluster.Node) string {
+	if n == nil {
+		return ""
+	}
+	return n.NodeID()
 }
 
 func serverTLS(c tlsconf.Config) (*tls.Config, error) {

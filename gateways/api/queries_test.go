@@ -18,7 +18,7 @@ import (
 // silt serve does.
 func (e *env) useQueries(cfg jobs.Config) *jobs.Manager {
 	e.t.Helper()
-	m, err := jobs.Open(cfg, e.store, e.store.Catalog(), e.acl, zaptest.NewLogger(e.t), e.reg)
+	m, err := jobs.Open(cfg, e.store, e.store.Catalog(), e.acl, zaptest.NewLogger(e.t), e.reg, "")
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -136,6 +136,8 @@ type Job struct {
 	// ResultTenant/ResultStream hold the rows as JSON lines.
 	ResultTenant string `json:"result_tenant"`
 	ResultStream string `json:"result_stream"`
+	// Node is the cluster node that runs the job ("" on a single node).
+	Node string `json:"node,omitempty"`
 	// Webhook is the completion callback's URL and what became of it.
 	Webhook       string `json:"webhook,omitempty"`
 	WebhookStatus string `json:"webhook_status,omitempty"`
@@ -186,7 +188,10 @@ type Manager struct {
 	granter Granter
 	log     *zap.Logger
 	met     *metrics
-	now     func() time.Time
+	// node is this node's id in a cluster, whose nodes share the
+	// catalog: each marks only its own leftover jobs interrupted.
+	node string
+	now  func() time.Time
 	// sleep waits between webhook tries; tests shorten it.
 	sleep func(ctx context.Context, d time.Duration) error
 
@@ -218,15 +223,16 @@ var errCancelled = errors.New("cancelled by request")
 
 // Open starts a Manager, marking failed every job that a previous run of
 // the server left running.
-// Its metrics are registered on reg (none when nil).
-func Open(cfg Config, store Store, kv KV, granter Granter, log *zap.Logger, reg prometheus.Registerer) (*Manager, error) {
+// Its metrics are registered on reg (none when nil). node is the cluster
+// node's id, "" on a single node.
+func Open(cfg Config, store Store, kv KV, granter Granter, log *zap.Logger, reg prometheus.Registerer, node string) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = zap.NewNop()
 	}
-	m := &Manager{cfg: cfg, store: store, kv: kv, granter: granter, log: log, now: time.Now, sleep: sleepCtx}
+	m := &Manager{cfg: cfg, store: store, kv: kv, granter: granter, log: log, now: time.Now, sleep: sleepCtx, node: node}
 	m.mu.running = map[string]*run{}
 	met, err := newMetrics(m, reg)
 	if err != nil {
@@ -247,7 +253,7 @@ func (m *Manager) interruptLeftovers() error {
 		if err != nil {
 			return fmt.Errorf("query job %s: %w", k, err)
 		}
-		if r.State == Running {
+		if r.State == Running && r.Node == m.node {
 			r.State = Failed
 			r.Error = "interrupted: the server stopped while the query ran; its result stream holds the rows appended before then; submit the query again"
 			r.Finished = m.now().UTC()
@@ -330,7 +336,7 @@ func (m *Manager) Submit(principal string, q *query.Query, src query.Source, opt
 	handle := hex.EncodeToString(b[:])
 	r := &run{
 		job: Job{Handle: handle, Principal: principal, Query: q.Text(), State: Running, Submitted: m.now().UTC(),
-			Packaged: opt.Packaged, Version: opt.Version, Params: opt.Params,
+			Packaged: opt.Packaged, Version: opt.Version, Params: opt.Params, Node: m.node,
 			ResultTenant: m.cfg.ResultTenant, ResultStream: ResultStream(handle)},
 		prog:  &query.Progress{},
 		start: m.now(),

@@ -119,7 +119,7 @@ func waitDone(t *testing.T, m *Manager, h string) Job {
 func TestRestartMarksRunningJobInterrupted(t *testing.T) {
 	s := openStore(t)
 	seed(t, s)
-	m1, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil)
+	m1, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestRestartMarksRunningJobInterrupted(t *testing.T) {
 	<-stall.reading
 
 	// The catalog now holds what a killed server leaves: a running job.
-	m2, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil)
+	m2, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +146,37 @@ func TestRestartMarksRunningJobInterrupted(t *testing.T) {
 	}
 }
 
+// Nodes of a cluster share the catalog: a node that starts marks only its
+// own leftover jobs interrupted, not those another node is running.
+func TestRestartLeavesOtherNodesJobs(t *testing.T) {
+	s := openStore(t)
+	seed(t, s)
+	a, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil, "node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	stall := stallSource{storeSource{s}, make(chan struct{}, 1)}
+	j, err := a.Submit("ann", mustParse(t, `from acme/clicks`), stall, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-stall.reading
+	b, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil, "node-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got, _ := b.Get(j.Handle); got.State != Running || got.Node != "node-a" {
+		t.Fatalf("node-a's job seen from node-b after its start: %+v", got)
+	}
+}
+
 // Shutting down ends running jobs as interrupted, recorded.
 func TestCloseRecordsInterrupted(t *testing.T) {
 	s := openStore(t)
 	seed(t, s)
-	m, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil)
+	m, err := Open(DefaultConfig(), s, s.Catalog(), nil, zaptest.NewLogger(t), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +190,7 @@ func TestCloseRecordsInterrupted(t *testing.T) {
 	if _, err := m.Submit("ann", mustParse(t, `from acme/clicks`), stall, Options{}); err != ErrClosed {
 		t.Fatalf("submit after close: %v", err)
 	}
-	m2, err := Open(DefaultConfig(), s, s.Catalog(), nil, nil, nil)
+	m2, err := Open(DefaultConfig(), s, s.Catalog(), nil, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +225,7 @@ func TestWebhookRetriesAndSigns(t *testing.T) {
 
 	cfg := DefaultConfig()
 	cfg.WebhookBackoff = time.Millisecond
-	m, err := Open(cfg, s, s.Catalog(), nil, zaptest.NewLogger(t), nil)
+	m, err := Open(cfg, s, s.Catalog(), nil, zaptest.NewLogger(t), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
