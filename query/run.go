@@ -69,6 +69,18 @@ type RunOptions struct {
 	Now time.Time
 	// Progress, if set, is updated as the scan goes.
 	Progress *Progress
+	// Continuous keeps the query running until ctx ends: it follows its
+	// streams and emits each window's rows once the window has closed
+	// (see CheckContinuous).
+	Continuous bool
+	// Grace is how long after a window's end its rows are held for events
+	// still in flight; Poll how often a continuous query looks for new
+	// events; Idle, if set, is called after the rows of closed windows
+	// were emitted, to flush them.
+	Grace, Poll time.Duration
+	Idle        func() error
+	// Clock tells time for closing windows; nil is time.Now.
+	Clock func() time.Time
 }
 
 // Result describes a finished run.
@@ -87,6 +99,10 @@ type runEnv struct {
 	src  Source
 	now  time.Time
 	prog *Progress
+
+	// follow is set for a continuous query: the scan then never ends.
+	follow *follower
+	clock  func() time.Time
 
 	mu       sync.Mutex
 	warnings map[string]*warning
@@ -146,7 +162,20 @@ func (q *Query) Run(ctx context.Context, src Source, opt RunOptions, emit func(l
 	if prog == nil {
 		prog = &Progress{}
 	}
-	env := &runEnv{ctx: ctx, src: src, now: now, prog: prog, warnings: map[string]*warning{}, seen: map[string]bool{}}
+	env := &runEnv{ctx: ctx, src: src, now: now, prog: prog, warnings: map[string]*warning{}, seen: map[string]bool{}, clock: opt.Clock}
+	if env.clock == nil {
+		env.clock = time.Now
+	}
+	if opt.Continuous {
+		win, err := q.continuousWindow()
+		if err != nil {
+			return Result{}, err
+		}
+		env.follow = &follower{window: win, grace: opt.Grace, poll: opt.Poll, flush: opt.Idle}
+		if env.follow.poll <= 0 {
+			env.follow.poll = time.Second
+		}
+	}
 	out := &outputSink{emit: emit, fixed: q.pipe.out}
 	err := env.run(q.pipe, out)
 	res := Result{Columns: out.columns(), Rows: out.rows}
@@ -293,6 +322,7 @@ func (env *runEnv) scan(f fromClause, s sink) error {
 		until = f.until.at(env.now)
 	}
 	var h cursorHeap
+	var all []*cursor
 	idx := 0
 	for _, ss := range f.streams {
 		segs, err := env.src.Segments(env.ctx, ss.Tenant, ss.Stream)
@@ -301,6 +331,7 @@ func (env *runEnv) scan(f fromClause, s sink) error {
 		}
 		for _, sg := range segs {
 			c := &cursor{ref: ss.StreamRef, stream: ss.StreamRef.String(), seg: sg.ID, idx: idx, next: sg.First, end: sg.Next}
+			all = append(all, c)
 			idx++
 			if off, ok := ss.cut[sg.ID]; ok {
 				c.next = max(off, sg.First)
@@ -324,15 +355,42 @@ func (env *runEnv) scan(f fromClause, s sink) error {
 		}
 	}
 	heap.Init(&h)
+	inRange := func(t time.Time) bool {
+		return (since.IsZero() || !t.Before(since)) && (until.IsZero() || t.Before(until))
+	}
+	for {
+		if err := env.drain(&h, s, inRange); err != nil {
+			return err
+		}
+		if env.follow == nil {
+			return nil
+		}
+		// A continuous query: close the windows that are due, wait, and
+		// read what was appended meanwhile.
+		if err := env.follow.idle(env.clock()); err != nil {
+			return err
+		}
+		if err := env.follow.wait(env.ctx); err != nil {
+			return err
+		}
+		if err := env.extend(f, all, &h); err != nil {
+			return err
+		}
+	}
+}
+
+// drain pushes the cursors' events in time order until every cursor is
+// at its end.
+func (env *runEnv) drain(h *cursorHeap, s sink, inRange func(time.Time) bool) error {
 	for h.Len() > 0 {
 		if err := env.ctx.Err(); err != nil {
 			return err
 		}
-		c := h[0]
+		c := (*h)[0]
 		ev := c.head()
 		env.prog.EventsScanned.Add(1)
 		env.prog.BytesScanned.Add(int64(len(ev.Data)) + 1)
-		if (since.IsZero() || !ev.Time.Before(since)) && (until.IsZero() || ev.Time.Before(until)) {
+		if inRange(ev.Time) {
 			if err := s.push(env.decode(c, ev)); err != nil {
 				return err
 			}
@@ -344,11 +402,51 @@ func (env *runEnv) scan(f fromClause, s sink) error {
 				return err
 			}
 			if !ok {
-				heap.Pop(&h)
+				heap.Pop(h)
 				continue
 			}
 		}
-		heap.Fix(&h, 0)
+		heap.Fix(h, 0)
+	}
+	return nil
+}
+
+// extend moves every cursor's end to its segment's end now, and puts the
+// cursors that have events again back on the heap.
+func (env *runEnv) extend(f fromClause, all []*cursor, h *cursorHeap) error {
+	for _, ss := range f.streams {
+		segs, err := env.src.Segments(env.ctx, ss.Tenant, ss.Stream)
+		if err != nil {
+			return fmt.Errorf("list segments of %s: %w", ss.StreamRef, err)
+		}
+		ends := map[string]uint64{}
+		for _, sg := range segs {
+			ends[sg.ID] = sg.Next
+		}
+		for _, c := range all {
+			end, ok := ends[c.seg]
+			if c.ref != ss.StreamRef || !ok || end <= c.end {
+				continue
+			}
+			if off, ok := ss.upto[c.seg]; ok {
+				end = min(end, off)
+			}
+			if end <= c.end {
+				continue
+			}
+			env.prog.EventsTotal.Add(int64(end - max(c.end, c.next)))
+			c.end, c.drained = end, false
+			if c.pos < len(c.buf) {
+				continue // still on the heap
+			}
+			ok, err := env.fill(c)
+			if err != nil {
+				return err
+			}
+			if ok {
+				heap.Push(h, c)
+			}
+		}
 	}
 	return nil
 }

@@ -197,7 +197,13 @@ type accumulator struct {
 }
 
 func (st *statsStage) sink(env *runEnv, next sink) (sink, error) {
-	return &statsSink{st: st, next: next, env: env, groups: map[string]*group{}}, nil
+	s := &statsSink{st: st, next: next, env: env, groups: map[string]*group{}}
+	// A continuous query has one stats, which emits windows as they
+	// close.
+	if env.follow != nil && env.follow.stats == nil {
+		env.follow.stats = s
+	}
+	return s, nil
 }
 
 func (s *statsSink) push(r Row) error {
@@ -298,18 +304,22 @@ func (s *statsSink) done() error {
 		s.order = append(s.order, &group{accs: make([]accumulator, len(s.st.aggs))})
 	}
 	for _, g := range s.order {
-		r := make(Row, len(s.st.keyNames)+len(s.st.aggs))
-		for i, n := range s.st.keyNames {
-			r[n] = g.keys[i]
-		}
-		for i, a := range s.st.aggs {
-			r[a.name] = result(&a, &g.accs[i])
-		}
-		if err := s.next.push(r); err != nil {
+		if err := s.next.push(s.row(g)); err != nil {
 			return err
 		}
 	}
 	return s.next.done()
+}
+
+func (s *statsSink) row(g *group) Row {
+	r := make(Row, len(s.st.keyNames)+len(s.st.aggs))
+	for i, n := range s.st.keyNames {
+		r[n] = g.keys[i]
+	}
+	for i, a := range s.st.aggs {
+		r[a.name] = result(&a, &g.accs[i])
+	}
+	return r
 }
 
 func result(a *aggSpec, acc *accumulator) any {
