@@ -79,7 +79,9 @@ type submitQueryRequest struct {
 	Name    string            `json:"name"`
 	Version int               `json:"version"`
 	Params  map[string]string `json:"params"`
-	Webhook *struct {
+	// Continuous runs the query until cancelled (docs/query.md).
+	Continuous bool `json:"continuous"`
+	Webhook    *struct {
 		URL    string `json:"url"`
 		Secret string `json:"secret"`
 	} `json:"webhook"`
@@ -115,6 +117,12 @@ func (s *Server) submitQuery(c *call) (op, error) {
 	q, err := query.Parse(text, s.queries.Limits())
 	if err != nil {
 		return op{}, err
+	}
+	if req.Continuous {
+		if err := q.CheckContinuous(); err != nil {
+			return op{}, err
+		}
+		opts.Continuous = true
 	}
 	res, lookupErr := s.queryResources(c, q)
 	if req.Webhook != nil {
@@ -333,7 +341,8 @@ func (s *Server) queryResults(c *call) (op, error) {
 		if err != nil {
 			return err
 		}
-		if job.State != jobs.Succeeded {
+		// A continuous job's rows are there as its windows close.
+		if job.State != jobs.Succeeded && !job.Continuous {
 			msg := fmt.Sprintf("query %s is %s; results are served once it has succeeded", h, job.State)
 			if job.Error != "" {
 				msg += ": " + job.Error

@@ -363,3 +363,49 @@ func TestPackagedQueries(t *testing.T) {
 		})
 	}
 }
+
+func TestContinuousQuery(t *testing.T) {
+	e := newEnv(t)
+	cfg := jobs.DefaultConfig()
+	cfg.ContinuousGrace, cfg.ContinuousPoll = 0, 10*time.Millisecond
+	e.useQueries(cfg)
+	e.clickEvents()
+
+	bad := e.do(req{method: "POST", path: "/v1/queries", token: e.root,
+		body: jsonBody(t, map[string]any{"query": "from acme/clicks | stats count()", "continuous": true})})
+	if bad.status != http.StatusBadRequest || bad.errCode(t) != "bad_query" {
+		t.Fatalf("a query that cannot run continuously: %d %s", bad.status, bad.body)
+	}
+	rep := e.must(http.StatusAccepted, req{method: "POST", path: "/v1/queries",
+		body: jsonBody(t, map[string]any{"query": "from acme/clicks | window tumbling 1s | stats count() by window_start", "continuous": true})})
+	var j jobs.Job
+	rep.json(t, &j)
+	// The five events were appended within a second or two: once their
+	// windows have closed, the rows count all five; more events later
+	// go to later windows.
+	for total := 0; total < 5; {
+		res := e.must(http.StatusOK, req{method: "GET", path: "/v1/queries/" + j.Handle + "/results"})
+		total = 0
+		for _, line := range strings.Split(strings.TrimSpace(string(res.body)), "\n") {
+			var row struct {
+				Count int `json:"count"`
+			}
+			if line != "" {
+				json.Unmarshal([]byte(line), &row)
+				total += row.Count
+			}
+		}
+		if total > 5 {
+			t.Fatalf("rows count %d events, more than the 5 appended: %s", total, res.body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got, _ := e.srv.queries.Get(j.Handle); got.State != jobs.Running || !got.Continuous {
+		t.Fatalf("continuous job %+v", got)
+	}
+	var ended jobs.Job
+	e.must(http.StatusOK, req{method: "DELETE", path: "/v1/queries/" + j.Handle}).json(t, &ended)
+	if ended.State != jobs.Cancelled {
+		t.Fatalf("cancelled: %+v", ended)
+	}
+}

@@ -58,6 +58,11 @@ type Config struct {
 	WebhookAttempts int           `koanf:"webhook_attempts" help:"tries of a completion webhook before giving up"`
 	WebhookBackoff  time.Duration `koanf:"webhook_backoff" help:"wait before the second try of a webhook; it doubles for each further try, to at most a minute"`
 	WebhookTimeout  time.Duration `koanf:"webhook_timeout" help:"how long one webhook request may take"`
+	// ContinuousGrace and ContinuousPoll: a continuous query emits a
+	// window once the clock is ContinuousGrace past its end, and looks
+	// for new events every ContinuousPoll.
+	ContinuousGrace time.Duration `koanf:"continuous_grace" help:"how long after a window's end a continuous query waits for events still being appended before it emits the window"`
+	ContinuousPoll  time.Duration `koanf:"continuous_poll" help:"how often a continuous query looks for new events"`
 	// Limits bound each query's memory (see query.Limits).
 	Limits query.Limits `koanf:"limits"`
 }
@@ -70,6 +75,8 @@ func DefaultConfig() Config {
 		WebhookAttempts: 5,
 		WebhookBackoff:  time.Second,
 		WebhookTimeout:  10 * time.Second,
+		ContinuousGrace: 2 * time.Second,
+		ContinuousPoll:  time.Second,
 		Limits:          query.DefaultLimits(),
 	}
 }
@@ -87,6 +94,9 @@ func (c Config) Validate() error {
 	}
 	if c.WebhookBackoff <= 0 || c.WebhookTimeout <= 0 {
 		return errors.New("query: webhook_backoff and webhook_timeout must be positive")
+	}
+	if c.ContinuousGrace < 0 || c.ContinuousPoll <= 0 {
+		return errors.New("query: continuous_grace must not be negative and continuous_poll must be positive")
 	}
 	return c.Limits.Validate()
 }
@@ -121,13 +131,15 @@ type Job struct {
 	Query     string `json:"query"`
 	// Packaged, Version and Params say which packaged query the job
 	// ran (Query is then its text with the parameters bound).
-	Packaged  string            `json:"packaged,omitempty"`
-	Version   int               `json:"version,omitempty"`
-	Params    map[string]string `json:"params,omitempty"`
-	State     State             `json:"state"`
-	Submitted time.Time         `json:"submitted"`
-	Finished  time.Time         `json:"finished,omitzero"`
-	Progress  Progress          `json:"progress"`
+	Packaged string            `json:"packaged,omitempty"`
+	Version  int               `json:"version,omitempty"`
+	Params   map[string]string `json:"params,omitempty"`
+	// Continuous jobs run until cancelled, appending each closed window.
+	Continuous bool      `json:"continuous,omitempty"`
+	State      State     `json:"state"`
+	Submitted  time.Time `json:"submitted"`
+	Finished   time.Time `json:"finished,omitzero"`
+	Progress   Progress  `json:"progress"`
 	// Rows and Columns describe the result once it is complete.
 	Rows     int64    `json:"rows"`
 	Columns  []string `json:"columns,omitempty"`
@@ -318,6 +330,9 @@ type Options struct {
 	Packaged string
 	Version  int
 	Params   map[string]string
+	// Continuous runs the query until it is cancelled (see
+	// query.CheckContinuous).
+	Continuous bool
 }
 
 // Submit starts q for principal, reading through src, and returns the job
@@ -325,6 +340,11 @@ type Options struct {
 // stream of q.Streams().
 func (m *Manager) Submit(principal string, q *query.Query, src query.Source, opt Options) (Job, error) {
 	hook := opt.Webhook
+	if opt.Continuous {
+		if err := q.CheckContinuous(); err != nil {
+			return Job{}, err
+		}
+	}
 	if hook != nil {
 		u, err := url.Parse(hook.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -336,7 +356,7 @@ func (m *Manager) Submit(principal string, q *query.Query, src query.Source, opt
 	handle := hex.EncodeToString(b[:])
 	r := &run{
 		job: Job{Handle: handle, Principal: principal, Query: q.Text(), State: Running, Submitted: m.now().UTC(),
-			Packaged: opt.Packaged, Version: opt.Version, Params: opt.Params, Node: m.node,
+			Packaged: opt.Packaged, Version: opt.Version, Params: opt.Params, Node: m.node, Continuous: opt.Continuous,
 			ResultTenant: m.cfg.ResultTenant, ResultStream: ResultStream(handle)},
 		prog:  &query.Progress{},
 		start: m.now(),
@@ -483,7 +503,11 @@ func (m *Manager) runQuery(ctx context.Context, r *run, q *query.Query, src quer
 		return nil
 	}
 	var rows int64
-	res, err := q.Run(ctx, src, query.RunOptions{Progress: r.prog}, func(line []byte) error {
+	ro := query.RunOptions{Progress: r.prog}
+	if r.job.Continuous {
+		ro.Continuous, ro.Grace, ro.Poll, ro.Idle = true, m.cfg.ContinuousGrace, m.cfg.ContinuousPoll, flush
+	}
+	res, err := q.Run(ctx, src, ro, func(line []byte) error {
 		rows++
 		if len(line) > lim.MaxEventBytes {
 			return fmt.Errorf("result row %d is %d bytes, more than the largest event a stream takes (%d, core.limits.max_event_bytes); project fewer fields", rows, len(line), lim.MaxEventBytes)
