@@ -14,13 +14,14 @@ type QueryJob struct {
 	Principal string `json:"principal"`
 	Query     string `json:"query"`
 	// Packaged, Version and Params name the packaged query run, if any.
-	Packaged  string            `json:"packaged,omitempty"`
-	Version   int               `json:"version,omitempty"`
-	Params    map[string]string `json:"params,omitempty"`
-	State     string            `json:"state"` // running, succeeded, failed, cancelled
-	Submitted time.Time         `json:"submitted"`
-	Finished  time.Time         `json:"finished,omitzero"`
-	Progress  struct {
+	Packaged   string            `json:"packaged,omitempty"`
+	Version    int               `json:"version,omitempty"`
+	Params     map[string]string `json:"params,omitempty"`
+	Continuous bool              `json:"continuous,omitempty"`
+	State      string            `json:"state"` // running, succeeded, failed, cancelled
+	Submitted  time.Time         `json:"submitted"`
+	Finished   time.Time         `json:"finished,omitzero"`
+	Progress   struct {
 		EventsScanned int64    `json:"events_scanned"`
 		EventsTotal   int64    `json:"events_total"`
 		BytesScanned  int64    `json:"bytes_scanned"`
@@ -51,6 +52,9 @@ type QueryOptions struct {
 	Name    string
 	Version int
 	Params  map[string]string
+	// Continuous runs the query until it is cancelled, appending each
+	// closed window's rows (its results are readable while it runs).
+	Continuous bool
 }
 
 // SubmitQuery starts text (or, with opt.Name, a packaged query) as a
@@ -68,6 +72,9 @@ func (c *Client) SubmitQuery(ctx context.Context, text string, opt QueryOptions)
 		}
 	} else {
 		in["query"] = text
+	}
+	if opt.Continuous {
+		in["continuous"] = true
 	}
 	if opt.WebhookURL != "" {
 		in["webhook"] = map[string]string{"url": opt.WebhookURL, "secret": opt.WebhookSecret}

@@ -145,14 +145,17 @@ succeeded. Ctrl-C cancels the job. docs/query.md is the language reference.`,
 silt query status and fetch its rows with silt query results. With
 --webhook the finished job is POSTed to the URL, signed with HMAC-SHA256
 under SILT_WEBHOOK_SECRET in the Silt-Signature header.`,
-		Example: `  h=$(silt query submit 'from acme/clicks | stats count() by status')`,
+		Example: `  h=$(silt query submit 'from acme/clicks | stats count() by status')
+  silt query submit --continuous 'from acme/clicks | window tumbling 1m | stats count() by window_start'`,
 	}
 	subSrc := submitFlags(submit)
+	continuous := submit.Flags().Bool("continuous", false, "run until cancelled, appending each closed window's stats (docs/query.md)")
 	submit.RunE = func(cmd *cobra.Command, args []string) error {
 		text, opt, err := resolve(subSrc, args)
 		if err != nil {
 			return err
 		}
+		opt.Continuous = *continuous
 		cl, err := a.client(cmd)
 		if err != nil {
 			return err
