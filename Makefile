@@ -72,6 +72,7 @@ bench: build
 	$(GO) run ./bench/walobjbench
 	$(GO) run ./bench/groupbench -backlog 268435456
 	$(GO) run ./bench/kafkabench
+	$(GO) run ./bench/querybench -bytes 1073741824
 
 # The many-streams figures at full size: 100,000 idle streams.
 bench-scale: build

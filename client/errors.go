@@ -21,6 +21,16 @@ type APIError struct {
 	// RequestID is the server's X-Request-Id, for finding the request in
 	// the server's log.
 	RequestID string
+	// Position locates a mistake in a query's text (code bad_query).
+	Position *ErrorPosition
+}
+
+// ErrorPosition is where a query's text is wrong.
+type ErrorPosition struct {
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Hint    string `json:"hint,omitempty"`
+	Snippet string `json:"snippet"` // the line and a caret under the column
 }
 
 func (e *APIError) Error() string {
@@ -153,13 +163,14 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	RequestID string `json:"request_id"`
+	Code      string         `json:"code"`
+	Message   string         `json:"message"`
+	RequestID string         `json:"request_id"`
+	Position  *ErrorPosition `json:"position"`
 }
 
 func (d *errorDetail) apiError(status int) *APIError {
-	return &APIError{Status: status, Code: d.Code, Message: d.Message, RequestID: d.RequestID}
+	return &APIError{Status: status, Code: d.Code, Message: d.Message, RequestID: d.RequestID, Position: d.Position}
 }
 
 // readAPIError turns a non-2xx response into an *APIError and closes its

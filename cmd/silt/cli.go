@@ -312,6 +312,10 @@ func explain(err error) error {
 	)
 	switch {
 	case errors.As(err, &apiErr):
+		// A query's mistake: show the line and a caret under it.
+		if p := apiErr.Position; p != nil && p.Snippet != "" {
+			return fmt.Errorf("%w\n%s", err, p.Snippet)
+		}
 	case errors.As(err, &hostname):
 		return fmt.Errorf("%w\n  the server's certificate is for other names: use one of them in --server (a CA file does not change that)", err)
 	case errors.As(err, &unknown), errors.As(err, &verify):

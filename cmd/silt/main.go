@@ -120,7 +120,7 @@ Client flags go before or after the verb.`,
 	)
 	root.SetHelpCommand(a.helpCmd(root))
 	root.SetHelpCommandGroupID(groupOther)
-	for _, c := range []*cobra.Command{a.tenantCmd(), a.streamCmd(), a.groupCmd(), a.appendCmd(), a.readCmd(false), a.readCmd(true), a.topCmd()} {
+	for _, c := range []*cobra.Command{a.tenantCmd(), a.streamCmd(), a.groupCmd(), a.appendCmd(), a.readCmd(false), a.readCmd(true), a.topCmd(), a.queryCmd()} {
 		c.GroupID = groupData
 		root.AddCommand(c)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/silt-io/silt/internal/metrics"
 	"github.com/silt-io/silt/internal/tlsconf"
 	"github.com/silt-io/silt/introspect"
+	"github.com/silt-io/silt/query/jobs"
 	"github.com/silt-io/silt/tiering"
 	"github.com/silt-io/silt/tiering/tierview"
 )
@@ -55,6 +56,8 @@ type serveConfig struct {
 	Metrics metrics.Config `koanf:"metrics"`
 	// Introspect is the telemetry kept in tenant silt-system (introspect/).
 	Introspect introspect.Config `koanf:"introspect"`
+	// Query runs queries as jobs (query/, docs/query.md).
+	Query jobs.Config `koanf:"query"`
 
 	// Cluster is last: a single node never needs it.
 	Cluster cluster.Config `koanf:"cluster"`
@@ -99,6 +102,7 @@ func defaultServeConfig() serveConfig {
 		Groups:     groups.DefaultConfig(),
 		Metrics:    metrics.DefaultConfig(),
 		Introspect: introspect.DefaultConfig(),
+		Query:      jobs.DefaultConfig(),
 		Cluster:    cluster.DefaultConfig(),
 	}
 }
@@ -113,7 +117,7 @@ func (c serveConfig) Validate() error {
 	if c.Cluster.Enabled() && c.Cluster.Durability == cluster.DurabilityCluster && c.Tier.Backend != "s3" {
 		return fmt.Errorf("cluster.durability cluster needs tiering.backend s3 (the write-ahead objects go to its bucket), not %q: set tiering.backend s3, or cluster.durability local", c.Tier.Backend)
 	}
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.Introspect.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.Kafka.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.Introspect.Validate(), c.Query.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.Kafka.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
 }
 
 // serve runs the server until ctx is cancelled, on what start took.
@@ -230,6 +234,15 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 		return err
 	}
 	srv.UseGroups(gc)
+	// Deferred after the heads' start and before the store's close: jobs
+	// still running at shutdown are recorded as interrupted while the
+	// catalog is open.
+	queries, err := jobs.Open(cfg.Query, store, store.Catalog(), acls, log.Named("query"), reg, nodeID(node))
+	if err != nil {
+		return err
+	}
+	defer queries.Close()
+	srv.UseQueries(queries)
 	tlsCfg, err := serverTLS(cfg.TLS)
 	if err != nil {
 		return err
@@ -346,6 +359,14 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	}
 	log.Info("silt stopped")
 	return err
+}
+
+// nodeID is the cluster node's id, "" on a single node.
+func nodeID(n *cluster.Node) string {
+	if n == nil {
+		return ""
+	}
+	return n.NodeID()
 }
 
 func serverTLS(c tlsconf.Config) (*tls.Config, error) {

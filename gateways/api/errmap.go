@@ -19,6 +19,8 @@ import (
 	"github.com/silt-io/silt/core/catalog"
 	"github.com/silt-io/silt/core/names"
 	"github.com/silt-io/silt/groups"
+	"github.com/silt-io/silt/query"
+	"github.com/silt-io/silt/query/jobs"
 )
 
 // httpError is an error the API detects itself (a malformed query, an
@@ -83,6 +85,13 @@ var errTable = []struct {
 	{catalog.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{catalog.ErrClosed, http.StatusServiceUnavailable, "shutting_down"},
 	{os.ErrDeadlineExceeded, http.StatusRequestTimeout, "timeout"},
+	{jobs.ErrNotFound, http.StatusNotFound, "not_found"},
+	{jobs.ErrInvalid, http.StatusBadRequest, "invalid_argument"},
+	{query.ErrInvalidParams, http.StatusBadRequest, "invalid_argument"},
+	{jobs.ErrNotDone, http.StatusConflict, "not_done"},
+	// As many queries as allowed already run: retry after some finish.
+	{jobs.ErrBusy, http.StatusTooManyRequests, "too_many_queries"},
+	{jobs.ErrClosed, http.StatusServiceUnavailable, "shutting_down"},
 	{context.Canceled, statusClientClosed, "canceled"},
 }
 
@@ -103,6 +112,10 @@ func mapError(err error) mapped {
 	var he *httpError
 	if errors.As(err, &he) {
 		return mapped{status: he.status, code: he.code, message: he.msg}
+	}
+	var qe *query.Error
+	if errors.As(err, &qe) {
+		return mapped{status: http.StatusBadRequest, code: "bad_query", message: qe.Summary()}
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -193,7 +206,7 @@ func scrubPaths(msg string, err error, dataDir string) string {
 func cleanMessage(msg string) string {
 	for _, e := range errTable {
 		full := e.target.Error()
-		for _, p := range []string{"core: ", "acl: ", "catalog: ", "groups: "} {
+		for _, p := range []string{"core: ", "acl: ", "catalog: ", "groups: ", "jobs: ", "query: "} {
 			if short, ok := strings.CutPrefix(full, p); ok {
 				msg = strings.ReplaceAll(msg, full, short)
 			}
@@ -211,6 +224,8 @@ type errorDetail struct {
 	Code      string `json:"code"`
 	Message   string `json:"message"`
 	RequestID string `json:"request_id,omitempty"`
+	// Position locates a mistake in a query's text (code bad_query).
+	Position *queryErrorDetail `json:"position,omitempty"`
 }
 
 // fail answers c with err. After a streaming response has started the
@@ -231,7 +246,7 @@ func (s *Server) fail(c *call, err error) {
 	default:
 		log.Debug("request refused", zap.Int("status", m.status))
 	}
-	body := errorBody{Error: errorDetail{Code: m.code, Message: m.message, RequestID: c.id}}
+	body := errorBody{Error: errorDetail{Code: m.code, Message: m.message, RequestID: c.id, Position: queryPosition(err)}}
 	if c.w.status != 0 {
 		if c.ndjson {
 			b, _ := json.Marshal(body)
@@ -253,6 +268,8 @@ func (s *Server) fail(c *call, err error) {
 		h.Set("WWW-Authenticate", v)
 	case http.StatusServiceUnavailable:
 		h.Set("Retry-After", "1")
+	case http.StatusTooManyRequests:
+		h.Set("Retry-After", "5")
 	}
 	writeJSON(c.w, m.status, body)
 }

@@ -115,6 +115,15 @@ func (s *Server) routeTable() []route {
 
 		{pattern: "GET /v1/cluster/nodes", action: acl.Admin, prepare: s.clusterNodes},
 		{pattern: "GET /v1/health", action: acl.Admin, prepare: s.health},
+
+		{pattern: "POST /v1/queries", action: acl.Read, prepare: s.submitQuery},
+		{pattern: "GET /v1/queries", anyCaller: true, prepare: s.listQueries},
+		{pattern: "GET /v1/queries/{handle}", action: acl.Read, prepare: s.getQuery},
+		{pattern: "DELETE /v1/queries/{handle}", action: acl.Read, prepare: s.cancelQuery},
+		{pattern: "GET /v1/queries/{handle}/results", action: acl.Read, prepare: s.queryResults},
+		{pattern: "POST /v1/packaged-queries", action: acl.Admin, prepare: s.definePackaged},
+		{pattern: "GET /v1/packaged-queries", anyCaller: true, prepare: s.listPackaged},
+		{pattern: "GET /v1/packaged-queries/{name}", anyCaller: true, prepare: s.getPackaged},
 	}
 }
 

@@ -30,6 +30,8 @@ import (
 	"github.com/silt-io/silt/internal/connlimit"
 	"github.com/silt-io/silt/internal/httpserve"
 	smetrics "github.com/silt-io/silt/internal/metrics"
+	"github.com/silt-io/silt/query"
+	"github.com/silt-io/silt/query/jobs"
 )
 
 // Config configures the API server.
@@ -168,6 +170,9 @@ type Server struct {
 	dtokens DelegationTokens    // nil: no WebHDFS head
 	cluster Cluster             // nil: a single node
 	intro   Introspection       // nil: introspection off (no events, no /v1/health)
+	queries *jobs.Manager       // nil: no query jobs (501)
+	// querySrc replaces QuerySource in fault-injection tests.
+	querySrc query.Source
 }
 
 // New builds a server over store. Metrics are registered on reg; when reg
