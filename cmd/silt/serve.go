@@ -18,6 +18,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/cluster"
+	"github.com/silt-io/silt/console"
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/gateways/api"
 	"github.com/silt-io/silt/gateways/nfs"
@@ -49,6 +50,8 @@ type serveConfig struct {
 	Groups groups.Config `koanf:"groups"`
 	// Metrics bounds the series of /metrics (internal/metrics).
 	Metrics metrics.Config `koanf:"metrics"`
+	// Console is the web console on the API listener (console/).
+	Console console.Config `koanf:"console"`
 
 	// Cluster is last: a single node never needs it.
 	Cluster cluster.Config `koanf:"cluster"`
@@ -91,6 +94,7 @@ func defaultServeConfig() serveConfig {
 
 		Groups:  groups.DefaultConfig(),
 		Metrics: metrics.DefaultConfig(),
+		Console: console.DefaultConfig(),
 		Cluster: cluster.DefaultConfig(),
 	}
 }
@@ -102,7 +106,7 @@ func (c serveConfig) Validate() error {
 	if c.Run.GCPercent < 0 {
 		return fmt.Errorf("runtime.gc_percent must not be negative (0 leaves the GC to GOGC)")
 	}
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Console.Validate(), c.Cluster.Validate())
 }
 
 // serve runs the server until ctx is cancelled, on what start took.
@@ -184,6 +188,15 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 		return err
 	}
 	srv.UseTiering(tierer)
+	if cfg.Console.Enabled {
+		ch, err := console.New()
+		if err != nil {
+			return err
+		}
+		if err := srv.MountStatic(console.Prefix, ch); err != nil {
+			return err
+		}
+	}
 	gc, err := groups.New(cfg.Groups, store.Catalog(), srv.GroupSource(), reg)
 	if err != nil {
 		return err
