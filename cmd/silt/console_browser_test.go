@@ -309,6 +309,32 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 
+	// A result's table and chart, whichever server answers the query: a
+	// key and a count give bars, a time and a count a line, three columns
+	// no chart.
+	results, err := chromedp.Run(bctx, chromedp.Evaluate[string](`(async () => {
+		const m = await import('/console/ops.js');
+		const show = (cols, rows) => {
+			const d = document.createElement('div');
+			m.renderResults(d, cols, rows);
+			return {rows: d.querySelectorAll('#result-table tbody tr').length,
+				bars: [...d.querySelectorAll('#result-chart rect.bar')].map(r => r.dataset.x + '=' + r.dataset.y),
+				dots: [...d.querySelectorAll('#result-chart circle.dot')].map(c => Number(c.dataset.y))};
+		};
+		return JSON.stringify([
+			show(['status', 'count'], [{status: '200', count: 5}, {status: '500', count: 2}]),
+			show(['window_start', 'n'], [{window_start: '2026-12-06T06:01:00Z', n: 7}, {window_start: '2026-12-06T06:00:00Z', n: 3}]),
+			show(['a', 'b', 'c'], [{a: 'x', b: 1, c: 2}]),
+		]);
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wantResults = `[{"rows":2,"bars":["200=5","500=2"],"dots":[]},{"rows":2,"bars":[],"dots":[3,7]},{"rows":1,"bars":[],"dots":[]}]`
+	if results != wantResults {
+		t.Errorf("results rendered as %s, want %s", results, wantResults)
+	}
+
 	// A token with read on acme alone: other is neither listed nor shown.
 	run("ann", chromedp.Click(chromedp.CSS("#logout")), login(issued.Token), visible("#tenants"), shot("07-ann-tenants"))
 	if got := text("ann", "#tenants"); !strings.Contains(got, "acme") || strings.Contains(got, "other") {
@@ -325,5 +351,34 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer mu.Unlock()
 	for _, e := range pageErrs {
 		t.Errorf("page error: %s", e)
+	}
+}
+
+// TestConsoleDisabled checks console.enabled: on by default, and off it
+// leaves /console/ to the API's JSON 404.
+func TestConsoleDisabled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"default", nil, http.StatusOK},
+		{"flag off", []string{"--console.enabled=false"}, http.StatusNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, t.TempDir(), tc.args...)
+			resp, err := http.Get(s.api + "/console/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("GET /console/: %d, want %d: %.200s", resp.StatusCode, tc.want, body)
+			}
+			if tc.want == http.StatusOK && !strings.Contains(string(body), `<script type="module" src="app.js">`) {
+				t.Errorf("GET /console/ is not the console's page: %.200s", body)
+			}
+		})
 	}
 }

@@ -1,5 +1,5 @@
 // DOM helpers. Text from the server goes in as text nodes, never as
-// HTML, so a stream named "<img onerror=…>" is only a name.
+// HTML, so a stream whose name looks like markup stays a name.
 export function h(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {

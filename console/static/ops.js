@@ -84,7 +84,9 @@ export function chartable(columns, rows) {
   return [isTime ? 'time' : 'key', key, val];
 }
 
-function renderResults(out, columns, rows) {
+// renderResults shows a result as a table, and as a chart when chartable
+// finds a shape for it.
+export function renderResults(out, columns, rows) {
   const cols = columns.length ? columns : Object.keys(rows[0] || {});
   const chart = h('div', { id: 'result-chart' });
   const shape = chartable(cols, rows);
