@@ -10,12 +10,19 @@ export function clearToken() { sessionStorage.removeItem(KEY); }
 export const enc = encodeURIComponent;
 
 export class APIError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, position) {
     super(message);
     this.status = status;
     this.code = code;
+    // position locates a mistake in a query (code bad_query):
+    // {line, column, hint, snippet}, 1-based, in characters.
+    this.position = position || null;
   }
-  toString() { return `${this.status} ${this.code}: ${this.message}`; }
+  toString() {
+    let s = `${this.status} ${this.code}: ${this.message}`;
+    if (this.position && this.position.snippet) s += '\n' + this.position.snippet;
+    return s;
+  }
 }
 
 // call sends one request and returns {status, headers, text}; an answer
@@ -32,12 +39,12 @@ export async function call(method, path, body, tok = token()) {
   const r = await fetch(path, init);
   const text = await r.text();
   if (!r.ok) {
-    let code = 'http_' + r.status, msg = text || r.statusText;
+    let code = 'http_' + r.status, msg = text || r.statusText, pos = null;
     try {
       const j = JSON.parse(text);
-      if (j && j.error) { code = j.error.code; msg = j.error.message; }
+      if (j && j.error) { code = j.error.code; msg = j.error.message; pos = j.error.position; }
     } catch (_) { /* not JSON: keep the text */ }
-    throw new APIError(r.status, code, msg);
+    throw new APIError(r.status, code, msg, pos);
   }
   return { status: r.status, headers: r.headers, text };
 }

@@ -101,6 +101,17 @@ export function renderResults(out, columns, rows) {
     barChart(chart, rows.slice(0, 50).map(r => ({ key: r[key], y: r[val] })), { label: `${val} by ${key}` });
 }
 
+// select puts the caret at a query error's line and column (1-based).
+function select(area, { line, column }) {
+  const lines = area.value.split('\n');
+  if (!(line >= 1 && line <= lines.length)) return;
+  let at = 0;
+  for (let i = 0; i < line - 1; i++) at += lines[i].length + 1;
+  at += Math.max(0, Math.min((column || 1) - 1, lines[line - 1].length));
+  area.focus();
+  area.setSelectionRange(at, at);
+}
+
 export async function queryView(gen, show) {
   const text = h('textarea', { id: 'query-text', spellcheck: 'false', placeholder: 'from acme/clicks since -1h | stats count() by status' });
   const run = h('button', { type: 'submit', id: 'query-run' }, 'Run');
@@ -122,6 +133,7 @@ export async function queryView(gen, show) {
       job = JSON.parse((await call('POST', '/v1/queries', { query: text.value })).text);
     } catch (err) {
       state.replaceChildren(unavailable(err, 'Queries') || errorBox(err, 'query-error'));
+      if (err instanceof APIError && err.position) select(text, err.position);
       return;
     }
     handle = job.handle;
