@@ -252,7 +252,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			case <-time.After(50 * time.Millisecond):
 			}
 			req, _ := http.NewRequest("POST", s.api+"/v1/tenants/acme/streams/clicks/events",
-				strings.NewReader(fmt.Sprintf("{\"n\":%d}\n{\"n\":%d}\n", i, i)))
+				strings.NewReader(fmt.Sprintf("{\"k\":\"a\",\"n\":%d}\n{\"k\":\"b\",\"n\":%d}\n", i, i)))
 			req.Header.Set("Authorization", "Bearer "+root)
 			req.Header.Set("Content-Type", "application/x-ndjson")
 			if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -294,7 +294,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	} else {
 		run("health", goTo("#/health"), visible("#health-heads"), shot("05-health"))
 	}
-	query := "from acme/clicks | stats count() by segment"
+	query := "from acme/clicks | stats count() by k"
 	if code := consoleStatus(t, s, "POST", "/v1/queries", `{}`); code == http.StatusNotFound {
 		run("query absent", goTo("#/query"), visible("#query-text"), chromedp.SetValue(chromedp.CSS("#query-text"), query),
 			chromedp.Click(chromedp.CSS("#query-run")), visible("#unavailable"), shot("06-query"))
@@ -304,8 +304,29 @@ func TestConsoleInBrowser(t *testing.T) {
 	} else {
 		run("query", goTo("#/query"), visible("#query-text"), chromedp.SetValue(chromedp.CSS("#query-text"), query),
 			chromedp.Click(chromedp.CSS("#query-run")), visible("#result-table"), shot("06-query"))
-		if rows := eval("query", `document.querySelectorAll('#result-table tbody tr').length`); rows != 2 {
-			t.Errorf("count by segment shows %v rows, want one per segment (2)", rows)
+		// Every append added one event of each key.
+		var total uint64
+		var st struct {
+			Segments []struct {
+				NextOffset uint64 `json:"next_offset"`
+			}
+		}
+		consoleAPI(t, s, root, "GET", "/v1/tenants/acme/streams/clicks", nil, 200, &st)
+		for _, sg := range st.Segments {
+			total += sg.NextOffset
+		}
+		bars, err := chromedp.Run(bctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#result-chart rect.bar')].map(r => r.dataset.x + '=' + r.dataset.y).sort().join(' ')`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("a=%d b=%d", total/2, total/2); bars != want {
+			t.Errorf("count by k charts %q, want %q", bars, want)
+		}
+		// A query that does not parse shows the API's bad_query.
+		run("bad query", chromedp.SetValue(chromedp.CSS("#query-text"), "from acme/clicks | wher k == 1"),
+			chromedp.Click(chromedp.CSS("#query-run")), visible("#query-error"), shot("06-query-error"))
+		if msg := text("bad query", "#query-error"); !strings.Contains(msg, "400 bad_query") || !strings.Contains(msg, "wher") {
+			t.Errorf("a query that does not parse shows %q, want the API's 400 bad_query", msg)
 		}
 	}
 
