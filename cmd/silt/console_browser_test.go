@@ -293,6 +293,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	} else {
 		run("health", goTo("#/health"), visible("#health-heads"), shot("05-health"))
+		// The test's own API requests are in the introspection store.
+		if rows := text("health", "#health-heads tbody"); !strings.Contains(rows, "api") {
+			t.Errorf("health shows no api head: %q", rows)
+		}
 	}
 	query := "from acme/clicks | stats count() by k"
 	if code := consoleStatus(t, s, "POST", "/v1/queries", `{}`); code == http.StatusNotFound {
