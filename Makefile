@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/silt
 export CGO_ENABLED := 0
 
-.PHONY: all build run test test-scale go-test race conformance bench bench-scale fmt vet lint clean etcd
+.PHONY: all build run test test-scale go-test race conformance bench bench-scale fmt vet lint clean etcd chromium
 
 all: build
 
@@ -29,7 +29,7 @@ run:
 # Debian packages with apt, Python tools into a private virtualenv and
 # Maven's jars into a cache, both under $SILT_CACHE, ~/.cache/silt by
 # default; see conformance/venv.sh).
-test: vet fmt etcd go-test race conformance
+test: vet fmt etcd chromium go-test race conformance
 
 # etcd for the cluster tests (internal/etcdtest, conformance/suites/cluster.sh):
 # etcd's own server, built once from its module (internal/etcdtest/etcdbin,
@@ -44,6 +44,14 @@ etcd: $(ETCD_BIN)
 $(ETCD_BIN):
 	@echo "building etcd $(ETCD_VERSION) into $(ETCD_BIN) (once; a minute or two)"
 	cd internal/etcdtest/etcdbin && $(GO) build -trimpath -o $(ETCD_BIN).tmp . && mv $(ETCD_BIN).tmp $(ETCD_BIN)
+
+# Debian's chromium for the web console's browser test
+# (cmd/silt/console_browser_test.go, driven by chromedp), installed with
+# apt as the conformance suites install their clients. The test skips
+# without it only outside CI; with CI=true it fails.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium for the console's browser test"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 # cmd/silt's tests include TestScale (20,000 streams in a server child,
 # minutes on 2 cores), which with the crash tests can pass go test's

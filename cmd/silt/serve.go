@@ -18,6 +18,7 @@ import (
 
 	"github.com/silt-io/silt/acl"
 	"github.com/silt-io/silt/cluster"
+	"github.com/silt-io/silt/console"
 	"github.com/silt-io/silt/core"
 	"github.com/silt-io/silt/gateways/api"
 	"github.com/silt-io/silt/gateways/kafka"
@@ -58,6 +59,8 @@ type serveConfig struct {
 	Introspect introspect.Config `koanf:"introspect"`
 	// Query runs queries as jobs (query/, docs/query.md).
 	Query jobs.Config `koanf:"query"`
+	// Console is the web console on the API listener (console/).
+	Console console.Config `koanf:"console"`
 
 	// Cluster is last: a single node never needs it.
 	Cluster cluster.Config `koanf:"cluster"`
@@ -103,6 +106,7 @@ func defaultServeConfig() serveConfig {
 		Metrics:    metrics.DefaultConfig(),
 		Introspect: introspect.DefaultConfig(),
 		Query:      jobs.DefaultConfig(),
+		Console:    console.DefaultConfig(),
 		Cluster:    cluster.DefaultConfig(),
 	}
 }
@@ -117,7 +121,7 @@ func (c serveConfig) Validate() error {
 	if c.Cluster.Enabled() && c.Cluster.Durability == cluster.DurabilityCluster && c.Tier.Backend != "s3" {
 		return fmt.Errorf("cluster.durability cluster needs tiering.backend s3 (the write-ahead objects go to its bucket), not %q: set tiering.backend s3, or cluster.durability local", c.Tier.Backend)
 	}
-	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.Introspect.Validate(), c.Query.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.Kafka.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Cluster.Validate())
+	return errors.Join(c.Core.Validate(), c.API.Validate(), c.Tier.Validate(), c.Groups.Validate(), c.Metrics.Validate(), c.Introspect.Validate(), c.Query.Validate(), c.S3.Validate(), c.NFS.Validate(), c.HDFS.Validate(), c.Kafka.Validate(), c.TLS.Validate(), c.Log.Validate(), c.Console.Validate(), c.Cluster.Validate())
 }
 
 // serve runs the server until ctx is cancelled, on what start took.
@@ -228,6 +232,15 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger, st *startup) e
 	srv.UseTiering(tierer)
 	if intro != nil {
 		intro.UseReader(srv, store)
+	}
+	if cfg.Console.Enabled {
+		ch, err := console.New()
+		if err != nil {
+			return err
+		}
+		if err := srv.MountStatic(console.Prefix, ch); err != nil {
+			return err
+		}
 	}
 	gc, err := groups.New(cfg.Groups, store.Catalog(), srv.GroupSource(), reg)
 	if err != nil {

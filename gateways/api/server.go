@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -300,4 +301,17 @@ func (s *Server) shuttingDown(parent context.Context) (context.Context, context.
 	ctx, cancel := context.WithCancel(parent)
 	stop := context.AfterFunc(s.drain, cancel)
 	return ctx, func() { stop(); cancel() }
+}
+
+// MountStatic serves h for GET and HEAD under prefix (which must end in
+// "/"), beside the API's routes and outside its route table: the web
+// console's files, which need no credentials since they hold none. The
+// console's own calls come back through the routes above, with the
+// user's token, so mounting it adds no access. Call it before serving.
+func (s *Server) MountStatic(prefix string, h http.Handler) error {
+	if !strings.HasPrefix(prefix, "/") || !strings.HasSuffix(prefix, "/") || strings.HasPrefix(prefix, "/v1/") {
+		return fmt.Errorf("api: static prefix %q must start and end with / and be outside /v1/", prefix)
+	}
+	s.mux.Handle("GET "+prefix, h)
+	return nil
 }
